@@ -1,0 +1,123 @@
+# nbc: non-blocking collectives from schedules. `make` builds everything; `make demo` runs the
+# example under mpiexec; `make test` runs every test; `make install PREFIX=...` installs.
+
+PACKAGES := mpich libmpich-dev flex bison libxxhash-dev
+PREFIX   ?= /usr/local
+BUILD    ?= build
+BINDIR   ?= bin
+CC       := mpicc
+CFLAGS   ?= -O2 -g
+CPPFLAGS := -D_GNU_SOURCE -Iruntime -I$(BUILD)/gen -Idsl
+WARN     := -Wall -Wextra -Werror
+ALLFLAGS  = -std=gnu11 $(WARN) $(CFLAGS) $(CPPFLAGS)
+LDLIBS   := -lxxhash -lm
+VERSION  := 0.1.0
+
+LIB_SRC := dsl/ast.c dsl/diag.c dsl/parse.c \
+           compiler/compile.c compiler/library.c compiler/disasm.c \
+           interp/interp.c interp/reduce.c \
+           runtime/cache.c runtime/comm.c runtime/request.c runtime/select.c runtime/nbc.c
+GEN_SRC := $(BUILD)/gen/parser.c $(BUILD)/gen/lexer.c $(BUILD)/gen/builtin_schedules.c
+SCHEDULES := $(sort $(wildcard schedules/*.nbs))
+LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) \
+           $(patsubst $(BUILD)/gen/%.c,$(BUILD)/obj/gen/%.o,$(GEN_SRC))
+
+TESTS    := unit_dsl unit_reduce unit_cache mpi_allreduce mpi_badargs
+EXAMPLES := overlap
+
+STATIC := $(BUILD)/lib/libnbc.a
+SHARED := $(BUILD)/lib/libnbc.so
+NBCC   := $(BINDIR)/nbcc
+
+.PHONY: all demo test test-sanitize install clean deps
+all: $(STATIC) $(SHARED) $(NBCC) $(EXAMPLES:%=$(BINDIR)/%) $(TESTS:%=$(BUILD)/tests/%)
+
+# Missing Debian packages are installed once per build directory.
+deps: $(BUILD)/.deps
+$(BUILD)/.deps: tools/install-deps.sh
+	@mkdir -p $(BUILD)
+	@sh tools/install-deps.sh $(PACKAGES)
+	@touch $@
+
+$(BUILD)/gen/parser.c $(BUILD)/gen/parser.h &: dsl/parser.y | $(BUILD)/.deps
+	@mkdir -p $(BUILD)/gen
+	bison -Wall --defines=$(BUILD)/gen/parser.h -o $(BUILD)/gen/parser.c $<
+
+$(BUILD)/gen/lexer.c $(BUILD)/gen/lexer.h &: dsl/lexer.l | $(BUILD)/.deps
+	@mkdir -p $(BUILD)/gen
+	flex --header-file=$(BUILD)/gen/lexer.h -o $(BUILD)/gen/lexer.c $<
+
+$(BUILD)/gen/builtin_schedules.c: $(SCHEDULES) tools/embed-schedules.sh
+	@mkdir -p $(BUILD)/gen
+	sh tools/embed-schedules.sh $(SCHEDULES) > $@
+
+# Generated headers must exist before anything includes them.
+$(LIB_OBJ): $(BUILD)/gen/parser.h $(BUILD)/gen/lexer.h | $(BUILD)/.deps
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLFLAGS) -fPIC -MMD -MP -c $< -o $@
+
+# The kernels are worth -O3 (vectorization).
+$(BUILD)/obj/interp/reduce.o: interp/reduce.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLFLAGS) -O3 -fPIC -MMD -MP -c $< -o $@
+
+# flex's output trips a few warnings that are not ours to fix.
+$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLFLAGS) -Wno-unused-function -Wno-sign-compare -fPIC -MMD -MP -c $< -o $@
+
+$(STATIC): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
+$(SHARED): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,libnbc.so.0 -o $@ $^ $(LDLIBS)
+
+$(NBCC): tools/nbcc.c $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLFLAGS) -MMD -MP $< $(STATIC) $(LDLIBS) -o $@
+
+$(BINDIR)/%: examples/%.c $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLFLAGS) $< $(STATIC) $(LDLIBS) -o $@
+
+# The cache test counts allocations by wrapping malloc at link time.
+$(BUILD)/tests/unit_cache: tests/unit_cache.c $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLFLAGS) -Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=realloc $< $(STATIC) $(LDLIBS) -o $@
+
+$(BUILD)/tests/%: tests/%.c $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLFLAGS) $< $(STATIC) $(LDLIBS) -o $@
+
+demo: all
+	mpiexec -n 4 bin/overlap
+
+# The whole suite, then again under AddressSanitizer and UBSan (a smaller MPI sweep there).
+test: all
+	@BUILD=$(BUILD) BINDIR=$(BINDIR) sh tests/run.sh
+
+test-sanitize:
+	$(MAKE) BUILD=build/sanitize CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+	    BINDIR=build/sanitize/bin all
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \
+	    $(DESTDIR)$(PREFIX)/share/nbc/schedules
+	install -m 644 $(STATIC) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(SHARED) $(DESTDIR)$(PREFIX)/lib/libnbc.so.0
+	ln -sf libnbc.so.0 $(DESTDIR)$(PREFIX)/lib/libnbc.so
+	install -m 644 runtime/nbc.h $(DESTDIR)$(PREFIX)/include/
+	install -m 755 $(NBCC) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(SCHEDULES) $(DESTDIR)$(PREFIX)/share/nbc/schedules/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' tools/nbc.pc.in \
+	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/nbc.pc
+
+clean:
+	rm -rf build bin
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

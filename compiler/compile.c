@@ -1,0 +1,655 @@
+/* Evaluation of a schedule's tree for concrete parameters, emitting instructions as it goes.
+ *
+ * Values are integers, ranges [lo, hi) and views (a buffer slot, an element offset and a
+ * length). Errors are reported into the diag and unwind with longjmp to compile_program, which
+ * owns every allocation, so no error path leaks. */
+#include "compile.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_MAX_STEPS (1u << 26)
+#define MAX_CALL_DEPTH 32
+#define SLOT_RTMP SLOT_COUNT_ /* the temporary of an ordered reduce, placed after scratch */
+
+typedef enum { V_INT, V_RANGE, V_VIEW } vkind;
+static const char *const vkind_name[] = {"an integer", "a range", "a buffer"};
+
+typedef struct {
+    vkind k;
+    int64_t a, b;        /* int: a; range: [a, b); view: offset a, length b (elements) */
+    int slot;
+    int writable;
+    const char *buf;     /* the view's buffer name, for messages */
+} value;
+
+typedef struct {
+    const char *name;
+    value v;
+    int fixed;           /* rank, p, ...: cannot be assigned */
+} var;
+
+typedef struct {
+    const sched_lib *lib;
+    const compile_args *args;
+    diag *d;
+    const source *src;   /* file of the schedule being evaluated */
+    jmp_buf fail;
+    int status;
+
+    var *vars;
+    size_t nvars, vcap, frame; /* variables of the current schedule are [frame, nvars) */
+
+    nbc_insn *insns;
+    nbc_srcloc *locs;
+    size_t n, cap, lcap;
+    uint32_t *rounds;
+    size_t nrounds, rcap;
+    int in_round, pending;     /* pending: a local-only round waits to join the next one */
+    size_t group_start;
+    uint32_t group_comms, max_comms;
+
+    int64_t scratch, rtmp;     /* elements */
+    uint64_t steps, max_steps;
+    int depth;
+} ev;
+
+static _Noreturn void fail_status(ev *e, int status)
+{
+    e->status = status;
+    longjmp(e->fail, 1);
+}
+
+static _Noreturn __attribute__((format(printf, 3, 4))) void fail(ev *e, loc at, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    diag_error(e->d, e->src, at, "%s", msg);
+    fail_status(e, COMPILE_ERROR);
+}
+
+static void *grow(ev *e, void *arr, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap) return arr;
+    size_t c = *cap ? *cap * 2 : 64;
+    while (c < need) c *= 2;
+    void *t = realloc(arr, c * elem);
+    if (!t) fail_status(e, COMPILE_NOMEM);
+    *cap = c;
+    return t;
+}
+
+static void step(ev *e, loc at)
+{
+    if (++e->steps > e->max_steps)
+        fail(e, at, "schedule runs away: more than %llu steps (a loop that never ends?)",
+             (unsigned long long)e->max_steps);
+}
+
+/* ---- variables ---- */
+
+static var *lookup(ev *e, const char *name)
+{
+    for (size_t i = e->nvars; i > e->frame; i--)
+        if (strcmp(e->vars[i - 1].name, name) == 0) return &e->vars[i - 1];
+    return NULL;
+}
+
+static void define(ev *e, const char *name, value v, int fixed, size_t scope, loc at)
+{
+    for (size_t i = scope; i < e->nvars; i++)
+        if (strcmp(e->vars[i].name, name) == 0) fail(e, at, "'%s' is already defined here", name);
+    var *fx = lookup(e, name);
+    if (fx && fx->fixed) fail(e, at, "'%s' cannot be redefined here", name);
+    e->vars = grow(e, e->vars, &e->vcap, e->nvars + 1, sizeof *e->vars);
+    e->vars[e->nvars++] = (var){name, v, fixed};
+}
+
+static value vint(int64_t x) { return (value){.k = V_INT, .a = x}; }
+
+static value view(int slot, int64_t len, int writable, const char *buf)
+{
+    return (value){.k = V_VIEW, .a = 0, .b = len, .slot = slot, .writable = writable, .buf = buf};
+}
+
+/* ---- expressions ---- */
+
+static value eval(ev *e, const node *n);
+
+static int64_t eval_int(ev *e, const node *n)
+{
+    value v = eval(e, n);
+    if (v.k != V_INT) fail(e, n->at, "expected an integer here, not %s", vkind_name[v.k]);
+    return v.a;
+}
+
+static int64_t checked(ev *e, loc at, int overflow, int64_t r)
+{
+    if (overflow) fail(e, at, "integer overflow");
+    return r;
+}
+
+static int64_t binary(ev *e, const node *n, int64_t x, int64_t y)
+{
+    int64_t r = 0;
+    int overflow;
+    switch (n->op) {
+    case '+': overflow = __builtin_add_overflow(x, y, &r); return checked(e, n->at, overflow, r);
+    case '-': overflow = __builtin_sub_overflow(x, y, &r); return checked(e, n->at, overflow, r);
+    case '*': overflow = __builtin_mul_overflow(x, y, &r); return checked(e, n->at, overflow, r);
+    case '/':
+    case '%':
+        if (y == 0) fail(e, n->at, "division by zero");
+        if (y == -1 && x == INT64_MIN) fail(e, n->at, "integer overflow");
+        if (n->op == '/') return x / y;
+        r = x % y; /* the result of % is never negative: (-1) % p is p - 1 */
+        return r < 0 ? r + (y < 0 ? -y : y) : r;
+    case '&': return x & y;
+    case '|': return x | y;
+    case '^': return x ^ y;
+    case OPR_SHL:
+    case OPR_SHR:
+        if (y < 0 || y > 62) fail(e, n->at, "shift by %lld is out of range 0..62", (long long)y);
+        if (n->op == OPR_SHR) return x >> y;
+        if (x < 0 || x > (INT64_MAX >> y)) fail(e, n->at, "integer overflow");
+        return x << y;
+    case '<': return x < y;
+    case '>': return x > y;
+    case OPR_LE: return x <= y;
+    case OPR_GE: return x >= y;
+    case OPR_EQ: return x == y;
+    case OPR_NE: return x != y;
+    }
+    fail(e, n->at, "unknown operator '%s'", ast_op_name(n->op));
+}
+
+static int nargs(const node *a)
+{
+    int k = 0;
+    for (; a; a = a->next) k++;
+    return k;
+}
+
+static void want_args(ev *e, const node *n, int k)
+{
+    if (nargs(n->a) != k)
+        fail(e, n->at, "%s() takes %d argument%s, not %d", n->name, k, k == 1 ? "" : "s", nargs(n->a));
+}
+
+static int64_t floor_log2(int64_t x) { return 63 - __builtin_clzll((unsigned long long)x); }
+
+/* The builtin functions. */
+static value func(ev *e, const node *n)
+{
+    const char *f = n->name;
+    const node *a = n->a;
+    if (!strcmp(f, "min") || !strcmp(f, "max")) {
+        if (!a) fail(e, n->at, "%s() needs at least one argument", f);
+        int64_t r = eval_int(e, a);
+        for (a = a->next; a; a = a->next) {
+            int64_t x = eval_int(e, a);
+            r = (f[1] == 'i') == (x < r) ? x : r;
+        }
+        return vint(r);
+    }
+    if (!strcmp(f, "log2") || !strcmp(f, "pow2floor") || !strcmp(f, "is_pow2") || !strcmp(f, "abs")) {
+        want_args(e, n, 1);
+        int64_t x = eval_int(e, a);
+        if (!strcmp(f, "abs")) return vint(checked(e, n->at, x == INT64_MIN, x < 0 ? -x : x));
+        if (!strcmp(f, "is_pow2")) return vint(x > 0 && (x & (x - 1)) == 0);
+        if (x < 1) fail(e, a->at, "%s() needs a positive argument, not %lld", f, (long long)x);
+        return vint(f[0] == 'l' ? floor_log2(x) : (int64_t)1 << floor_log2(x));
+    }
+    if (!strcmp(f, "ceil_div")) {
+        want_args(e, n, 2);
+        int64_t x = eval_int(e, a), y = eval_int(e, a->next);
+        if (x < 0 || y <= 0) fail(e, n->at, "ceil_div() needs a >= 0 and b > 0, not %lld and %lld", (long long)x, (long long)y);
+        return vint(x / y + (x % y != 0));
+    }
+    if (!strcmp(f, "block")) { /* block i of n elements cut into k near-equal blocks */
+        want_args(e, n, 3);
+        int64_t cnt = eval_int(e, a), k = eval_int(e, a->next), i = eval_int(e, a->next->next);
+        if (cnt < 0 || k < 1) fail(e, n->at, "block(n, k, i) needs n >= 0 and k >= 1, not n = %lld, k = %lld", (long long)cnt, (long long)k);
+        if (i < 0 || i >= k) fail(e, a->next->next->at, "block index %lld is outside 0..%lld", (long long)i, (long long)(k - 1));
+        int64_t base = cnt / k, rem = cnt % k;
+        int64_t lo = i * base + (i < rem ? i : rem);
+        return (value){.k = V_RANGE, .a = lo, .b = lo + base + (i < rem)};
+    }
+    if (!strcmp(f, "range")) {
+        want_args(e, n, 2);
+        int64_t lo = eval_int(e, a), hi = eval_int(e, a->next);
+        if (lo > hi) fail(e, n->at, "range(%lld, %lld) ends before it starts", (long long)lo, (long long)hi);
+        return (value){.k = V_RANGE, .a = lo, .b = hi};
+    }
+    if (!strcmp(f, "len") || !strcmp(f, "lo") || !strcmp(f, "hi")) {
+        want_args(e, n, 1);
+        value v = eval(e, a);
+        if (v.k == V_INT || (v.k == V_VIEW && f[0] != 'l'))
+            fail(e, a->at, "%s() takes %s, not %s", f, f[0] == 'l' && f[1] == 'e' ? "a range or a buffer" : "a range", vkind_name[v.k]);
+        if (v.k == V_VIEW) return vint(v.b);
+        return vint(f[0] == 'h' ? v.b : f[1] == 'o' ? v.a : v.b - v.a);
+    }
+    fail(e, n->at, "unknown function '%s'", f);
+}
+
+static value index_view(ev *e, const node *n)
+{
+    value base = eval(e, n->a);
+    if (base.k != V_VIEW) fail(e, n->at, "only a buffer can be sliced, not %s", vkind_name[base.k]);
+    int64_t lo, hi;
+    if (n->c) {
+        lo = eval_int(e, n->b);
+        hi = eval_int(e, n->c);
+    } else {
+        value i = eval(e, n->b);
+        if (i.k == V_VIEW) fail(e, n->b->at, "a buffer cannot be an index");
+        lo = i.a;
+        hi = i.k == V_RANGE ? i.b : i.a + 1;
+    }
+    if (lo < 0 || hi < lo || hi > base.b)
+        fail(e, n->at, "slice [%lld:%lld] is outside '%s' of length %lld", (long long)lo, (long long)hi, base.buf, (long long)base.b);
+    base.a += lo;
+    base.b = hi - lo;
+    return base;
+}
+
+static value eval(ev *e, const node *n)
+{
+    switch (n->kind) {
+    case N_NUM: return vint(n->num);
+    case N_VAR: {
+        var *v = lookup(e, n->name);
+        if (!v) fail(e, n->at, "unknown name '%s'", n->name);
+        return v->v;
+    }
+    case N_UNARY: {
+        int64_t x = eval_int(e, n->a);
+        if (n->op == '-') return vint(checked(e, n->at, x == INT64_MIN, -x));
+        return vint(n->op == '!' ? !x : ~x);
+    }
+    case N_BINARY:
+        if (n->op == OPR_AND) return vint(eval_int(e, n->a) && eval_int(e, n->b));
+        if (n->op == OPR_OR) return vint(eval_int(e, n->a) || eval_int(e, n->b));
+        {
+            int64_t x = eval_int(e, n->a);
+            return vint(binary(e, n, x, eval_int(e, n->b)));
+        }
+    case N_COND: return eval_int(e, n->a) ? eval(e, n->b) : eval(e, n->c);
+    case N_FUNC: return func(e, n);
+    case N_INDEX: return index_view(e, n);
+    default: fail(e, n->at, "not an expression");
+    }
+}
+
+/* ---- instructions ---- */
+
+static void emit(ev *e, const node *at, int op, int32_t peer, const value *a, const value *b)
+{
+    step(e, at->at);
+    int64_t es = e->args->esize;
+    if (a->b == 0) return; /* zero-length: both sides of a message skip it alike */
+    if (op == OP_COPY && a->slot == b->slot && a->a == b->a) return; /* in place: nothing to do */
+    e->insns = grow(e, e->insns, &e->cap, e->n + 1, sizeof *e->insns);
+    e->locs = grow(e, e->locs, &e->lcap, e->n + 1, sizeof *e->locs);
+    e->insns[e->n] = (nbc_insn){.op = (uint8_t)op, .a_slot = (uint8_t)a->slot,
+                                .b_slot = (uint8_t)(b ? b->slot : 0), .peer = peer,
+                                .a_off = (uint64_t)(a->a * es), .b_off = b ? (uint64_t)(b->a * es) : 0,
+                                .len = (uint64_t)(a->b * es)};
+    e->locs[e->n] = (nbc_srcloc){(uint32_t)at->at.line, (uint32_t)at->at.col};
+    e->n++;
+    if (op == OP_SEND || op == OP_RECV) e->group_comms++;
+}
+
+static value eval_view(ev *e, const node *n, int write)
+{
+    value v = eval(e, n);
+    if (v.k != V_VIEW) fail(e, n->at, "expected a buffer here, not %s", vkind_name[v.k]);
+    if (write && !v.writable) fail(e, n->at, "'%s' is read-only", v.buf);
+    return v;
+}
+
+static int overlap(const value *x, const value *y)
+{
+    return x->slot == y->slot && x->a < y->a + y->b && y->a < x->a + x->b;
+}
+
+static void instruction(ev *e, const node *n)
+{
+    static const char *const what[] = {[N_SEND] = "send", [N_RECV] = "recv", [N_COPY] = "copy", [N_REDUCE] = "reduce"};
+    if (!e->in_round) fail(e, n->at, "'%s' must be inside a round", what[n->kind]);
+    if (n->kind == N_SEND || n->kind == N_RECV) {
+        value v = eval_view(e, n->a, n->kind == N_RECV);
+        int64_t peer = eval_int(e, n->b);
+        if (peer < 0 || peer >= e->args->p)
+            fail(e, n->b->at, "peer %lld is outside 0..%lld", (long long)peer, (long long)(e->args->p - 1));
+        emit(e, n, n->kind == N_SEND ? OP_SEND : OP_RECV, (int32_t)peer, &v, NULL);
+        return;
+    }
+    /* copy SRC to DST; reduce DST += SRC; reduce DST =+ SRC */
+    int is_copy = n->kind == N_COPY;
+    value dst = eval_view(e, is_copy ? n->b : n->a, 1);
+    value src = eval_view(e, is_copy ? n->a : n->b, 0);
+    if (dst.b != src.b)
+        fail(e, n->at, "%s of %lld elements into %lld", what[n->kind], (long long)src.b, (long long)dst.b);
+    if (overlap(&dst, &src) && !(is_copy && dst.a == src.a))
+        fail(e, n->at, "source and destination of this %s overlap", what[n->kind]);
+    if (is_copy) {
+        emit(e, n, OP_COPY, -1, &dst, &src);
+    } else if (n->op == '=' || e->args->commutative) {
+        emit(e, n, OP_REDUCE, -1, &dst, &src);   /* dst = src ⊕ dst */
+    } else {
+        /* dst = dst ⊕ src with an order-sensitive op: t = src; t = dst ⊕ t; dst = t */
+        value t = {.k = V_VIEW, .a = 0, .b = src.b, .slot = SLOT_RTMP};
+        if (src.b > e->rtmp) e->rtmp = src.b;
+        emit(e, n, OP_COPY, -1, &t, &src);
+        emit(e, n, OP_REDUCE, -1, &t, &dst);
+        emit(e, n, OP_COPY, -1, &dst, &t);
+    }
+}
+
+/* ---- statements ---- */
+
+static void run(ev *e, const node *list);
+
+static void close_round(ev *e)
+{
+    if (e->n == e->group_start) return;
+    if (e->group_comms == 0) { /* local work only: it runs at the start of the next round */
+        e->pending = 1;
+        return;
+    }
+    e->rounds = grow(e, e->rounds, &e->rcap, e->nrounds + 2, sizeof *e->rounds);
+    e->rounds[e->nrounds++] = (uint32_t)e->group_start;
+    if (e->group_comms > e->max_comms) e->max_comms = e->group_comms;
+    e->pending = 0;
+    e->group_comms = 0;
+}
+
+static void call(ev *e, const node *n);
+
+static void statement(ev *e, const node *n, size_t scope)
+{
+    switch (n->kind) {
+    case N_LET: define(e, n->name, eval(e, n->a), 0, scope, n->at); return;
+    case N_ASSIGN: {
+        var *v = lookup(e, n->name);
+        if (!v) fail(e, n->at, "unknown name '%s' (use 'let' to define it)", n->name);
+        if (v->fixed) fail(e, n->at, "'%s' cannot be assigned", n->name);
+        value x = eval(e, n->a);
+        v = lookup(e, n->name); /* eval may have grown the array */
+        v->v = x;
+        return;
+    }
+    case N_SCRATCH: {
+        int64_t len = eval_int(e, n->a);
+        if (len < 0) fail(e, n->a->at, "scratch size %lld is negative", (long long)len);
+        value v = view(SLOT_SCRATCH, len, 1, n->name);
+        v.a = e->scratch;
+        if (__builtin_add_overflow(e->scratch, len, &e->scratch) || e->scratch > (INT64_MAX / 2) / e->args->esize)
+            fail(e, n->at, "scratch space overflows");
+        define(e, n->name, v, 0, scope, n->at);
+        return;
+    }
+    case N_IF:
+        if (eval_int(e, n->a)) run(e, n->b);
+        else if (n->c) run(e, n->c); /* a block, or the single N_IF of `else if` */
+        return;
+    case N_FOR_IN: {
+        int64_t lo = eval_int(e, n->a), hi = eval_int(e, n->b);
+        for (int64_t i = lo; i < hi; i++) {
+            step(e, n->at);
+            size_t mark = e->nvars;
+            define(e, n->name, vint(i), 1, e->nvars, n->at);
+            run(e, n->c);
+            e->nvars = mark;
+        }
+        return;
+    }
+    case N_FOR_WHILE: {
+        size_t mark = e->nvars;
+        define(e, n->name, vint(eval_int(e, n->a)), 0, e->nvars, n->at);
+        size_t slot = e->nvars - 1;
+        while (eval_int(e, n->b)) {
+            step(e, n->at);
+            run(e, n->d);
+            int64_t next = eval_int(e, n->c);
+            e->vars[slot].v = vint(next);
+        }
+        e->nvars = mark;
+        return;
+    }
+    case N_ROUND:
+        if (e->in_round) fail(e, n->at, "a round cannot be inside another round");
+        if (!e->pending) e->group_start = e->n;
+        e->in_round = 1;
+        run(e, n->a);
+        e->in_round = 0;
+        close_round(e);
+        return;
+    case N_SEND: case N_RECV: case N_COPY: case N_REDUCE: instruction(e, n); return;
+    case N_CALL: call(e, n); return;
+    default: fail(e, n->at, "not a statement");
+    }
+}
+
+static void run(ev *e, const node *list)
+{
+    size_t mark = e->nvars;
+    for (const node *n = list; n; n = n->next) statement(e, n, mark);
+    e->nvars = mark;
+}
+
+/* ---- schedules and calls ---- */
+
+/* The names every schedule sees; `rank` is left out while preconditions are checked, since
+ * those must hold alike on every rank. */
+static void define_builtins(ev *e, int64_t count, value sendbuf, value recvbuf, int with_rank)
+{
+    const compile_args *a = e->args;
+    loc none = {0, 0};
+    if (with_rank) define(e, "rank", vint(a->rank), 1, e->nvars, none);
+    define(e, "p", vint(a->p), 1, e->nvars, none);
+    define(e, "count", vint(count), 1, e->nvars, none);
+    define(e, "esize", vint(a->esize), 1, e->nvars, none);
+    define(e, "inplace", vint(a->inplace), 1, e->nvars, none);
+    define(e, "commutative", vint(a->commutative), 1, e->nvars, none);
+    define(e, "root", vint(a->root), 1, e->nvars, none);
+    define(e, "sendbuf", sendbuf, 1, e->nvars, none);
+    define(e, "recvbuf", recvbuf, 1, e->nvars, none);
+}
+
+/* Parameters take the values given (by name, in `given`) or their defaults; then every
+ * `requires` must hold. Returns the failed requirement, or NULL. */
+static const node *enter(ev *e, const sched_def *s, const node *const *names, const value *given, int ngiven)
+{
+    for (const node *p = s->params; p; p = p->next) {
+        int k = -1;
+        for (int i = 0; i < ngiven; i++)
+            if (!strcmp(names[i]->name, p->name)) k = i;
+        define(e, p->name, k >= 0 ? given[k] : eval(e, p->a), 0, e->nvars, p->at);
+    }
+    for (const node *r = s->requires; r; r = r->next)
+        if (!eval_int(e, r)) return r;
+    return NULL;
+}
+
+static void unmet(ev *e, const sched_def *s, const node *req)
+{
+    diag_error(e->d, s->src, req->at, "'%s' requires %s: not met for p = %lld, count = %lld%s", s->name,
+               req->text, (long long)e->args->p, (long long)e->args->count, e->args->commutative ? "" : ", non-commutative op");
+}
+
+static void call(ev *e, const node *n)
+{
+    if (e->in_round) fail(e, n->at, "a call cannot be inside a round");
+    const sched_def *s = lib_find(e->lib, n->name);
+    if (!s) fail(e, n->at, "unknown schedule '%s'", n->name);
+    if (e->depth >= MAX_CALL_DEPTH) fail(e, n->at, "calls nested more than %d deep (recursion?)", MAX_CALL_DEPTH);
+
+    /* Arguments are evaluated in the caller; each names a builtin or a parameter. */
+    static const char *const bindable[] = {"sendbuf", "recvbuf", "count", "root"};
+    value given[4];
+    int has[4] = {0};
+    for (const node *g = n->a; g; g = g->next) {
+        int k = -1;
+        for (int i = 0; i < 4; i++)
+            if (!strcmp(g->name, bindable[i])) k = i;
+        int is_param = 0;
+        for (const node *p = s->params; p; p = p->next) is_param |= !strcmp(p->name, g->name);
+        if (k < 0 && !is_param)
+            fail(e, g->at, "'%s' is not something schedule '%s' takes (sendbuf, recvbuf, count, root or one of its params)", g->name, s->name);
+        if (k >= 0) {
+            given[k] = eval(e, g->a);
+            has[k] = 1;
+            if ((k < 2) != (given[k].k == V_VIEW))
+                fail(e, g->a->at, "'%s' must be %s", g->name, k < 2 ? "a buffer" : "an integer");
+        }
+    }
+    value sendbuf = has[0] ? given[0] : lookup(e, "sendbuf")->v;
+    value recvbuf = has[1] ? given[1] : lookup(e, "recvbuf")->v;
+    int64_t count = has[2] ? given[2].a : lookup(e, "count")->v.a;
+
+    /* The callee's parameters are evaluated in its own frame, which sees only builtins. */
+    size_t old_frame = e->frame, old_n = e->nvars;
+    const source *old_src = e->src;
+    e->frame = e->nvars;
+    define_builtins(e, count, sendbuf, recvbuf, 1);
+    if (has[3]) lookup(e, "root")->v = given[3];
+    /* params given by the caller were evaluated in the caller's frame: do that first */
+    size_t callee_frame = e->frame;
+    e->frame = old_frame;
+    value pv[64];
+    const node *pn[64];
+    int np = 0;
+    for (const node *g = n->a; g && np < 64; g = g->next) {
+        int builtin = 0;
+        for (int i = 0; i < 4; i++) builtin |= !strcmp(g->name, bindable[i]);
+        if (!builtin) {
+            pv[np] = eval(e, g->a);
+            pn[np++] = g;
+        }
+    }
+    e->frame = callee_frame;
+    e->src = s->src;
+    const node *bad = enter(e, s, pn, pv, np);
+    if (bad) {
+        unmet(e, s, bad);
+        diag_append(e->d, "%s:%d:%d: note: called from here\n", old_src->name, n->at.line, n->at.col);
+        fail_status(e, COMPILE_ERROR);
+    }
+    e->depth++;
+    run(e, s->body);
+    e->depth--;
+    e->src = old_src;
+    e->nvars = old_n;
+    e->frame = old_frame;
+}
+
+static void start(ev *e, const sched_lib *lib, const compile_args *a, diag *d, const sched_def *s)
+{
+    memset(e, 0, sizeof *e);
+    e->lib = lib;
+    e->args = a;
+    e->d = d;
+    e->src = s->src;
+    e->max_steps = a->max_steps ? a->max_steps : DEFAULT_MAX_STEPS;
+}
+
+static void finish(ev *e)
+{
+    free(e->vars);
+    free(e->insns);
+    free(e->locs);
+    free(e->rounds);
+}
+
+static int check_args(const compile_args *a, const sched_def *s, diag *d)
+{
+    if (a->p < 1 || a->rank < 0 || a->rank >= a->p || a->count < 0 || a->esize < 1 || a->p > INT32_MAX) {
+        diag_error(d, s->src, s->at, "cannot compile '%s' for p = %lld, rank = %lld, count = %lld, element size %lld",
+                   s->name, (long long)a->p, (long long)a->rank, (long long)a->count, (long long)a->esize);
+        return COMPILE_ERROR;
+    }
+    return COMPILE_OK;
+}
+
+/* Reports the first failed precondition of s (evaluated without rank). */
+static int preconditions(ev *e, const sched_def *s)
+{
+    value sb = view(e->args->inplace ? SLOT_RECV : SLOT_SEND, e->args->count, 0, "sendbuf");
+    value rb = view(SLOT_RECV, e->args->count, 1, "recvbuf");
+    define_builtins(e, e->args->count, sb, rb, 0);
+    const node *bad = enter(e, s, NULL, NULL, 0);
+    if (bad) {
+        unmet(e, s, bad);
+        return COMPILE_UNMET;
+    }
+    return COMPILE_OK;
+}
+
+int compile_check(const sched_lib *lib, const sched_def *s, const compile_args *a, diag *d)
+{
+    if (check_args(a, s, d)) return COMPILE_ERROR;
+    ev e;
+    start(&e, lib, a, d, s);
+    int rc = setjmp(e.fail) ? e.status : preconditions(&e, s);
+    finish(&e);
+    return rc;
+}
+
+static nbc_program *assemble(ev *e, const sched_def *s)
+{
+    size_t bytes = prog_size((uint32_t)e->n, (uint32_t)e->nrounds);
+    nbc_program *p = malloc(bytes);
+    if (!p) fail_status(e, COMPILE_NOMEM);
+    int64_t es = e->args->esize;
+    *p = (nbc_program){.bytes = bytes, .scratch = (uint64_t)((e->scratch + e->rtmp) * es),
+                       .ninsns = (uint32_t)e->n, .nrounds = (uint32_t)e->nrounds,
+                       .max_round_comms = e->max_comms, .esize = (uint32_t)es};
+    snprintf(p->name, sizeof p->name, "%s", s->name);
+    nbc_insn *in = prog_insns(p);
+    memcpy(in, e->insns, e->n * sizeof *in);
+    for (size_t i = 0; i < e->n; i++) { /* the ordered-reduce temporary lives after scratch */
+        if (in[i].a_slot == SLOT_RTMP) in[i].a_slot = SLOT_SCRATCH, in[i].a_off += (uint64_t)(e->scratch * es);
+        if (in[i].b_slot == SLOT_RTMP) in[i].b_slot = SLOT_SCRATCH, in[i].b_off += (uint64_t)(e->scratch * es);
+    }
+    memcpy(prog_rounds(p), e->rounds, e->nrounds * sizeof(uint32_t));
+    prog_rounds(p)[e->nrounds] = (uint32_t)e->n;
+    memcpy(prog_locs(p), e->locs, e->n * sizeof(nbc_srcloc));
+    return p;
+}
+
+int compile_program(const sched_lib *lib, const sched_def *s, const compile_args *a, nbc_program **out, diag *d)
+{
+    *out = NULL;
+    if (check_args(a, s, d)) return COMPILE_ERROR;
+    ev e;
+    start(&e, lib, a, d, s);
+    if (setjmp(e.fail)) {
+        if (e.status == COMPILE_NOMEM) diag_error(d, s->src, s->at, "out of memory compiling '%s'", s->name);
+        finish(&e);
+        return e.status;
+    }
+    int rc = preconditions(&e, s);
+    if (rc == COMPILE_OK) {
+        e.nvars = 0;
+        value sb = view(a->inplace ? SLOT_RECV : SLOT_SEND, a->count, 0, "sendbuf");
+        value rb = view(SLOT_RECV, a->count, 1, "recvbuf");
+        define_builtins(&e, a->count, sb, rb, 1);
+        enter(&e, s, NULL, NULL, 0);
+        run(&e, s->body);
+        if (e.pending) { /* trailing local work is a round of its own */
+            e.rounds = grow(&e, e.rounds, &e.rcap, e.nrounds + 2, sizeof *e.rounds);
+            e.rounds[e.nrounds++] = (uint32_t)e.group_start;
+        }
+        *out = assemble(&e, s);
+    }
+    finish(&e);
+    return rc;
+}

@@ -1,0 +1,30 @@
+/* The compiler: evaluates a schedule for concrete (p, rank, count, element size, ...) and
+ * lowers it to a program. Every error names the schedule's file, line and column. */
+#ifndef NBC_COMPILE_H
+#define NBC_COMPILE_H
+
+#include <stdint.h>
+#include "../dsl/diag.h"
+#include "library.h"
+#include "program.h"
+
+typedef struct {
+    int64_t p, rank, count;
+    int64_t esize;       /* bytes per element (the datatype's extent) */
+    int inplace;         /* sendbuf is the receive buffer */
+    int commutative;     /* the op is commutative */
+    int64_t root;
+    uint64_t max_steps;  /* bound on loop iterations plus instructions; 0: the default */
+} compile_args;
+
+enum { COMPILE_OK = 0, COMPILE_ERROR, COMPILE_UNMET, COMPILE_NOMEM };
+
+/* Just the preconditions (`requires`) and parameter defaults, which may not use `rank`:
+ * COMPILE_OK when they all hold, COMPILE_UNMET naming the failed one in d, or COMPILE_ERROR. */
+int compile_check(const sched_lib *lib, const sched_def *s, const compile_args *a, diag *d);
+
+/* The program (malloc'ed, (*out)->bytes long) or an error status with the reasons in d. */
+int compile_program(const sched_lib *lib, const sched_def *s, const compile_args *a,
+                    nbc_program **out, diag *d);
+
+#endif

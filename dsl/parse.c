@@ -1,0 +1,89 @@
+/* dsl_parse: runs the flex scanner and bison parser over one file, then checks what the
+ * grammar cannot (duplicate schedule names). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ast.h"
+#include "collectives.h"
+#include "parse_ctx.h"
+#include "parser.h"
+#define YYSTYPE DSL_YYSTYPE
+#define YYLTYPE parse_loc
+#include "lexer.h"
+
+const char *const collective_names[COLL_COUNT_] = {"allreduce"};
+
+int collective_from_name(const char *name)
+{
+    for (int i = 0; i < COLL_COUNT_; i++)
+        if (strcmp(name, collective_names[i]) == 0) return i;
+    return -1;
+}
+
+void parse_error(parse_ctx *ctx, parse_loc at, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    diag_error(ctx->d, &ctx->file->src, (loc){at.first_line, at.first_column}, "%s", msg);
+}
+
+void parse_check_collective(parse_ctx *ctx, const char *name, parse_loc at)
+{
+    if (collective_from_name(name) >= 0) return;
+    char known[256] = "";
+    for (int i = 0; i < COLL_COUNT_; i++) {
+        strcat(known, i ? ", " : "");
+        strcat(known, collective_names[i]);
+    }
+    parse_error(ctx, at, "unknown collective '%s' (known: %s)", name, known);
+}
+
+ast_file *dsl_parse(const char *name, const char *text, size_t len, diag *d)
+{
+    int errors_before = d->errors;
+    ast_file *f = calloc(1, sizeof *f);
+    char *copy = malloc(len + 1);
+    if (!f || !copy) {
+        free(f);
+        free(copy);
+        diag_error(d, NULL, (loc){0, 0}, "%s: out of memory", name);
+        return NULL;
+    }
+    memcpy(copy, text, len);
+    copy[len] = '\0';
+    f->src.text = copy;
+    f->src.len = len;
+    f->src.name = ast_strdup(f, name, strlen(name));
+    if (!f->src.name) f->src.name = "?";
+
+    parse_ctx ctx = {.file = f, .d = d, .line = 1, .col = 1};
+    yyscan_t scanner;
+    if (dsl_yylex_init_extra(&ctx, &scanner) != 0) {
+        ast_free(f);
+        diag_error(d, NULL, (loc){0, 0}, "%s: out of memory", name);
+        return NULL;
+    }
+    YY_BUFFER_STATE buf = dsl_yy_scan_bytes(copy, (int)len, scanner);
+    int rc = buf ? dsl_yyparse(scanner, &ctx) : 2;
+    if (buf) dsl_yy_delete_buffer(buf, scanner);
+    dsl_yylex_destroy(scanner);
+    if (rc == 2 || ctx.nomem)
+        diag_error(d, &f->src, (loc){0, 0}, "out of memory while parsing");
+
+    for (sched_def *s = f->schedules; s; s = s->next)
+        for (sched_def *t = f->schedules; t != s; t = t->next)
+            if (strcmp(s->name, t->name) == 0) {
+                diag_error(d, &f->src, s->at, "schedule '%s' is defined twice", s->name);
+                diag_append(d, "%s:%d:%d: note: first defined here\n", f->src.name, t->at.line, t->at.col);
+            }
+    if (d->errors > errors_before) {
+        ast_free(f);
+        return NULL;
+    }
+    return f;
+}

@@ -1,0 +1,83 @@
+#include "interp.h"
+
+#include <string.h>
+
+/* Issues the instructions of the current round. */
+static int issue_round(interp_state *st)
+{
+    const nbc_program *p = st->prog;
+    const nbc_insn *in = prog_insns(p) + prog_rounds(p)[st->round];
+    const nbc_insn *end = prog_insns(p) + prog_rounds(p)[st->round + 1];
+    int esize = (int)p->esize;
+    st->nreqs = 0;
+    for (; in < end; in++) {
+        char *a = st->base[in->a_slot] + in->a_off;
+        int n = (int)(in->len / (uint64_t)esize);
+        int rc = MPI_SUCCESS;
+        switch (in->op) {
+        case OP_SEND:
+            rc = MPI_Isend(a, n, st->datatype, in->peer, st->tag, st->comm, &st->reqs[st->nreqs++]);
+            break;
+        case OP_RECV:
+            rc = MPI_Irecv(a, n, st->datatype, in->peer, st->tag, st->comm, &st->reqs[st->nreqs++]);
+            break;
+        case OP_COPY:
+            memcpy(a, st->base[in->b_slot] + in->b_off, in->len);
+            break;
+        case OP_REDUCE:
+            if (st->kernel)
+                st->kernel(a, st->base[in->b_slot] + in->b_off, (size_t)n);
+            else
+                rc = MPI_Reduce_local(st->base[in->b_slot] + in->b_off, a, n, st->datatype, st->op);
+            break;
+        }
+        if (rc != MPI_SUCCESS) return rc;
+    }
+    return MPI_SUCCESS;
+}
+
+/* On failure nothing more is issued; what is in flight is cancelled and let go. */
+static void abandon(interp_state *st, int rc)
+{
+    st->err = rc;
+    for (int i = 0; i < st->nreqs; i++)
+        if (st->reqs[i] != MPI_REQUEST_NULL) {
+            MPI_Cancel(&st->reqs[i]);
+            MPI_Request_free(&st->reqs[i]);
+        }
+    st->nreqs = 0;
+    st->round = st->prog->nrounds;
+}
+
+int interp_step(interp_state *st)
+{
+    int moved = 0;
+    while (st->round < st->prog->nrounds) {
+        if (!st->posted) {
+            int rc = issue_round(st);
+            st->posted = 1;
+            moved = 1;
+            if (rc != MPI_SUCCESS) {
+                abandon(st, rc);
+                break;
+            }
+        }
+        if (st->nreqs > 0) {
+            int done = 0;
+/* gcc 12 mistakes MPI_STATUSES_IGNORE, a sentinel pointer, for an array of size 0 */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
+            int rc = MPI_Testall(st->nreqs, st->reqs, &done, MPI_STATUSES_IGNORE);
+#pragma GCC diagnostic pop
+            if (rc != MPI_SUCCESS) {
+                abandon(st, rc);
+                break;
+            }
+            if (!done) return moved ? INTERP_MOVED : INTERP_WAITING;
+        }
+        st->round++;
+        st->posted = 0;
+        moved = 1;
+    }
+    return INTERP_DONE;
+}

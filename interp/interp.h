@@ -1,0 +1,33 @@
+/* The interpreter: runs one request's program without ever blocking. Each step posts the
+ * current round (local COPY/REDUCE at once, SEND/RECV posted), tests its communication, and
+ * moves on to the next round as soon as it has completed. */
+#ifndef NBC_INTERP_H
+#define NBC_INTERP_H
+
+#include <mpi.h>
+#include "../compiler/program.h"
+#include "reduce.h"
+
+typedef struct {
+    const nbc_program *prog;
+    char *base[SLOT_COUNT_];  /* the buffers behind the slots */
+    MPI_Comm comm;
+    int tag;
+    MPI_Datatype datatype;
+    MPI_Op op;
+    reduce_fn kernel;         /* NULL: MPI_Reduce_local */
+    MPI_Request *reqs;        /* room for prog->max_round_comms */
+    int nreqs;
+    uint32_t round;
+    int posted;               /* the current round's instructions have been issued */
+    int err;                  /* MPI error code; MPI_SUCCESS while fine */
+} interp_state;
+
+enum { INTERP_WAITING, INTERP_MOVED, INTERP_DONE };
+
+/* Advances as far as possible. INTERP_DONE when finished (successfully or not: see err),
+ * INTERP_MOVED when it got further but waits on communication, INTERP_WAITING when nothing
+ * could be done. */
+int interp_step(interp_state *st);
+
+#endif

@@ -1,0 +1,43 @@
+/* The program cache: compiled programs keyed by everything that changes them, found by an XXH3
+ * hash of the key and confirmed by comparing the whole key. Bounded in entries and bytes, least
+ * recently used first out. A program held by a request (acquired and not yet released) is never
+ * freed: evicting it only unlinks it, and the last release frees it. A hit allocates nothing. */
+#ifndef NBC_CACHE_H
+#define NBC_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "../compiler/program.h"
+
+typedef struct {
+    uint64_t schedule;  /* identity of the schedule: hash of its name and source */
+    int64_t p, rank, count;
+    int64_t esize;
+    int64_t flags;      /* bit 0 in place, bit 1 commutative op */
+    int64_t root;
+    int64_t param;      /* schedule parameter (segment size), 0 when unused */
+} cache_key;
+
+typedef struct cache cache;
+typedef struct cache_entry cache_entry;
+
+cache *cache_create(size_t max_entries, size_t max_bytes);
+void cache_destroy(cache *c);  /* frees every entry, held or not: call when no request lives */
+
+/* A hit: the entry, acquired (its program stays alive until cache_release). NULL on a miss. */
+cache_entry *cache_acquire(cache *c, const cache_key *key);
+/* Takes ownership of prog (malloc'ed, prog->bytes long) and returns its entry, acquired.
+ * Evicts least recently used entries to stay within bounds. NULL only when out of memory, in
+ * which case prog has been freed. A program larger than max_bytes is still returned, acquired,
+ * but not kept once released. */
+cache_entry *cache_insert(cache *c, const cache_key *key, nbc_program *prog);
+void cache_release(cache *c, cache_entry *e);
+const nbc_program *cache_entry_program(const cache_entry *e);
+
+typedef struct {
+    uint64_t hits, misses, evictions, entries, bytes, max_entries, max_bytes;
+} cache_stats;
+void cache_get_stats(const cache *c, cache_stats *out);
+void cache_clear(cache *c);    /* drop every unheld entry (after schedules change) */
+
+#endif

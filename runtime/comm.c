@@ -1,0 +1,81 @@
+/* Communicator state: each communicator the library is used with is duplicated once, so our
+ * messages never match the application's. The state hangs on the user's communicator as an
+ * attribute and goes away with it. Each collective takes the next sequence number, and its
+ * messages use a tag derived from it, so many collectives can be in flight on one
+ * communicator. */
+#include <stdlib.h>
+
+#include "internal.h"
+
+static int keyval = MPI_KEYVAL_INVALID;
+static comm_state *all;
+
+static void unlink_state(comm_state *cs)
+{
+    if (cs->prev) cs->prev->next = cs->next;
+    else all = cs->next;
+    if (cs->next) cs->next->prev = cs->prev;
+}
+
+static int delete_state(MPI_Comm comm, int key, void *attr, void *extra)
+{
+    (void)comm, (void)key, (void)extra;
+    comm_state *cs = attr;
+    unlink_state(cs);
+    MPI_Comm_free(&cs->dup);
+    free(cs);
+    return MPI_SUCCESS;
+}
+
+int comm_init(void)
+{
+    return MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &keyval, NULL);
+}
+
+void comm_finalize(void)
+{
+    while (all) {
+        comm_state *cs = all;
+        if (MPI_Comm_delete_attr(cs->user, keyval) != MPI_SUCCESS) delete_state(cs->user, keyval, cs, NULL);
+    }
+    if (keyval != MPI_KEYVAL_INVALID) MPI_Comm_free_keyval(&keyval);
+}
+
+int comm_state_of(MPI_Comm comm, comm_state **out)
+{
+    void *attr;
+    int found;
+    int rc = MPI_Comm_get_attr(comm, keyval, &attr, &found);
+    if (rc != MPI_SUCCESS) return nbc_fail(rc, "cannot read the communicator's attributes");
+    if (found) {
+        *out = attr;
+        return MPI_SUCCESS;
+    }
+    comm_state *cs = calloc(1, sizeof *cs);
+    if (!cs) return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
+    cs->user = comm;
+    rc = MPI_Comm_dup(comm, &cs->dup);
+    if (rc != MPI_SUCCESS) {
+        free(cs);
+        return nbc_fail(rc, "MPI_Comm_dup failed");
+    }
+    MPI_Comm_set_errhandler(cs->dup, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(cs->dup, &cs->rank);
+    MPI_Comm_size(cs->dup, &cs->size);
+    int *ub;
+    MPI_Comm_get_attr(cs->dup, MPI_TAG_UB, &ub, &found);
+    cs->tag_space = found ? (uint64_t)*ub + 1 : 32768; /* the standard guarantees 32767 */
+    rc = MPI_Comm_set_attr(comm, keyval, cs);
+    if (rc != MPI_SUCCESS) {
+        MPI_Comm_free(&cs->dup);
+        free(cs);
+        return nbc_fail(rc, "cannot attach state to the communicator");
+    }
+    cs->next = all;
+    if (all) all->prev = cs;
+    all = cs;
+    *out = cs;
+    return MPI_SUCCESS;
+}
+
+int comm_next_tag(comm_state *cs) { return (int)(cs->seq++ % cs->tag_space); }

@@ -1,0 +1,224 @@
+/* The public API: argument checks, start-up and shutdown, and the progress calls. */
+#include "nbc.h"
+
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+static int initialized;
+static int finalize_keyval = MPI_KEYVAL_INVALID;
+static char message[4096];
+
+int nbc_fail(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+void nbc_clear_error(void) { message[0] = '\0'; }
+const char *nbc_error_message(void) { return message; }
+
+static void shutdown_all(void)
+{
+    req_finalize();
+    select_finalize();
+    comm_finalize();
+    initialized = 0;
+}
+
+/* MPI_Finalize deletes MPI_COMM_SELF's attributes first: an application that forgot
+ * nbc_finalize is cleaned up there, while MPI still works. */
+static int on_mpi_finalize(MPI_Comm comm, int key, void *attr, void *extra)
+{
+    (void)comm, (void)key, (void)attr, (void)extra;
+    if (initialized) shutdown_all();
+    return MPI_SUCCESS;
+}
+
+int nbc_init(void)
+{
+    if (initialized) return MPI_SUCCESS;
+    int mpi_up = 0, mpi_down = 0;
+    MPI_Initialized(&mpi_up);
+    MPI_Finalized(&mpi_down);
+    if (!mpi_up || mpi_down) return nbc_fail(MPI_ERR_OTHER, "nbc is used outside MPI_Init .. MPI_Finalize");
+    initialized = 1;
+    int rc = comm_init();
+    if (rc == MPI_SUCCESS) rc = select_init();
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, on_mpi_finalize, &finalize_keyval, NULL);
+    if (rc == MPI_SUCCESS) rc = MPI_Comm_set_attr(MPI_COMM_SELF, finalize_keyval, NULL);
+    if (rc != MPI_SUCCESS) {
+        char why[sizeof message];
+        snprintf(why, sizeof why, "%s", message);
+        shutdown_all();
+        return nbc_fail(rc, "nbc_init failed: %s", why);
+    }
+    return MPI_SUCCESS;
+}
+
+int nbc_finalize(void)
+{
+    if (!initialized) return MPI_SUCCESS;
+    int moved;
+    req_progress_all(&moved);
+    /* deleting the attribute runs on_mpi_finalize, which shuts everything down */
+    MPI_Comm_delete_attr(MPI_COMM_SELF, finalize_keyval);
+    MPI_Comm_free_keyval(&finalize_keyval);
+    if (initialized) shutdown_all();
+    return MPI_SUCCESS;
+}
+
+/* ---- arguments ---- */
+
+static int check_comm(MPI_Comm comm)
+{
+    if (comm == MPI_COMM_NULL) return nbc_fail(MPI_ERR_COMM, "the communicator is MPI_COMM_NULL");
+    int inter = 0;
+    if (MPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
+        return nbc_fail(MPI_ERR_COMM, "only intra-communicators are supported");
+    return MPI_SUCCESS;
+}
+
+/* The element size; only contiguous datatypes (size == extent, lower bound 0) are supported,
+ * because local copies and reductions treat the buffers as arrays. */
+static int check_datatype(MPI_Datatype dt, MPI_Aint *esize)
+{
+    if (dt == MPI_DATATYPE_NULL) return nbc_fail(MPI_ERR_TYPE, "the datatype is MPI_DATATYPE_NULL");
+    MPI_Aint lb, extent;
+    int size;
+    if (MPI_Type_get_extent(dt, &lb, &extent) != MPI_SUCCESS || MPI_Type_size(dt, &size) != MPI_SUCCESS)
+        return nbc_fail(MPI_ERR_TYPE, "invalid datatype");
+    if (lb != 0 || extent != size || size <= 0)
+        return nbc_fail(MPI_ERR_TYPE, "only contiguous datatypes are supported (size %d, extent %ld, lower bound %ld)",
+                        size, (long)extent, (long)lb);
+    *esize = extent;
+    return MPI_SUCCESS;
+}
+
+/* Predefined ops that MPI defines only on some types: with no kernel for the type, the pair
+ * is invalid (and MPICH would abort inside MPI_Reduce_local rather than return an error). */
+static int kernel_required(MPI_Op op)
+{
+    static const MPI_Op typed[] = {MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX, MPI_LAND,
+                                   MPI_LOR, MPI_LXOR, MPI_BAND, MPI_BOR, MPI_BXOR};
+    for (size_t i = 0; i < sizeof typed / sizeof *typed; i++)
+        if (op == typed[i]) return 1;
+    return 0;
+}
+
+static int check_op(MPI_Op op, MPI_Datatype dt, reduce_fn *kernel, int *commutative)
+{
+    if (op == MPI_OP_NULL) return nbc_fail(MPI_ERR_OP, "the op is MPI_OP_NULL");
+    *kernel = reduce_kernel(dt, op);
+    if (!*kernel && kernel_required(op))
+        return nbc_fail(MPI_ERR_OP, "this predefined op is not defined on this datatype");
+    if (MPI_Op_commutative(op, commutative) != MPI_SUCCESS) return nbc_fail(MPI_ERR_OP, "invalid op");
+    return MPI_SUCCESS;
+}
+
+/* ---- collectives ---- */
+
+int nbc_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                   MPI_Comm comm, nbc_request *request)
+{
+    if (!request) return nbc_fail(MPI_ERR_REQUEST, "nbc_iallreduce: request is NULL");
+    *request = NBC_REQUEST_NULL;
+    int rc = nbc_init();
+    if (rc != MPI_SUCCESS) return rc;
+    MPI_Aint esize = 0;
+    reduce_fn kernel = NULL;
+    int commutative = 0;
+    int inplace = sendbuf == MPI_IN_PLACE;
+    if ((rc = check_comm(comm)) || (rc = check_datatype(datatype, &esize)) ||
+        (rc = check_op(op, datatype, &kernel, &commutative)))
+        return rc;
+    if (count < 0) return nbc_fail(MPI_ERR_COUNT, "nbc_iallreduce: count %d is negative", count);
+    if (count > 0 && (!recvbuf || !sendbuf))
+        return nbc_fail(MPI_ERR_BUFFER, "nbc_iallreduce: %s is NULL", recvbuf ? "sendbuf" : "recvbuf");
+
+    comm_state *cs;
+    if ((rc = comm_state_of(comm, &cs))) return rc;
+    compile_args args = {.p = cs->size, .rank = cs->rank, .count = count, .esize = esize,
+                         .inplace = inplace, .commutative = commutative};
+    cache_entry *entry;
+    if ((rc = select_program(COLL_ALLREDUCE, &args, &entry))) return rc;
+    const nbc_program *prog = cache_entry_program(entry);
+
+    struct nbc_req *r = req_get(prog->scratch, (int)prog->max_round_comms);
+    if (!r) {
+        cache_release(select_cache(), entry);
+        return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
+    }
+    r->entry = entry;
+    r->st = (interp_state){.prog = prog, .comm = cs->dup, .tag = comm_next_tag(cs), .datatype = datatype,
+                           .op = op, .kernel = kernel, .reqs = r->reqs};
+    r->st.base[SLOT_SEND] = (char *)(inplace ? recvbuf : (void *)(uintptr_t)sendbuf);
+    r->st.base[SLOT_RECV] = recvbuf;
+    r->st.base[SLOT_SCRATCH] = r->scratch;
+    req_start(r);
+    *request = r;
+    return MPI_SUCCESS;
+}
+
+/* ---- progress ---- */
+
+int nbc_progress(void)
+{
+    if (!initialized) return 0;
+    int moved;
+    return req_progress_all(&moved);
+}
+
+/* One pass over every active request; *moved tells whether any got further. */
+static int finish_if_done(nbc_request *request, int *flag)
+{
+    struct nbc_req *r = *request;
+    *flag = r->done;
+    if (!r->done) return MPI_SUCCESS;
+    int rc = r->st.err;
+    req_release(r);
+    *request = NBC_REQUEST_NULL;
+    return rc;
+}
+
+int nbc_test(nbc_request *request, int *flag)
+{
+    if (!request || !flag) return nbc_fail(MPI_ERR_ARG, "nbc_test: NULL argument");
+    if (*request == NBC_REQUEST_NULL) {
+        *flag = 1;
+        return MPI_SUCCESS;
+    }
+    int moved;
+    if (!(*request)->done) req_progress_all(&moved);
+    return finish_if_done(request, flag);
+}
+
+int nbc_wait(nbc_request *request) { return request ? nbc_waitall(1, request) : nbc_fail(MPI_ERR_ARG, "nbc_wait: request is NULL"); }
+
+/* Spins on progress, yielding the CPU whenever a pass moved nothing: with more ranks than
+ * cores, busy-waiting would starve the very peers we wait for. */
+int nbc_waitall(int count, nbc_request requests[])
+{
+    if (count < 0 || (count > 0 && !requests)) return nbc_fail(MPI_ERR_ARG, "nbc_waitall: bad arguments");
+    int first_error = MPI_SUCCESS;
+    for (;;) {
+        int pending = 0;
+        for (int i = 0; i < count; i++) {
+            if (requests[i] == NBC_REQUEST_NULL) continue;
+            int flag;
+            int rc = finish_if_done(&requests[i], &flag);
+            if (flag && rc != MPI_SUCCESS && first_error == MPI_SUCCESS) first_error = rc;
+            pending += !flag;
+        }
+        if (!pending) return first_error;
+        int moved;
+        if (req_progress_all(&moved) < 0 || !moved) sched_yield();
+    }
+}

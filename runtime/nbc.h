@@ -1,0 +1,64 @@
+/* nbc: non-blocking collectives whose algorithms are schedules, compiled to bytecode.
+ *
+ * Every call is shaped like its MPI counterpart and returns an MPI error code (MPI_SUCCESS on
+ * success). The library must be used between MPI_Init and MPI_Finalize; nbc_init is optional
+ * (the first call initializes), nbc_finalize frees everything and must come before
+ * MPI_Finalize. Calls are not thread-safe: use the library from one thread at a time.
+ */
+#ifndef NBC_H
+#define NBC_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct nbc_req *nbc_request;
+#define NBC_REQUEST_NULL ((nbc_request)0)
+
+int nbc_init(void);
+int nbc_finalize(void);
+
+/* Like MPI_Iallreduce. sendbuf may be MPI_IN_PLACE. The buffers must stay valid and the
+ * receive buffer untouched until the request completes. */
+int nbc_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                   MPI_Op op, MPI_Comm comm, nbc_request *request);
+
+/* Advance every active request as far as it can go without blocking. Returns the number of
+ * requests that completed in this call (>= 0) or, should MPI fail, an MPI error code < 0. */
+int nbc_progress(void);
+
+/* Like MPI_Test / MPI_Wait / MPI_Waitall: a completed request is released and set to
+ * NBC_REQUEST_NULL; testing or waiting on NBC_REQUEST_NULL completes at once. The return
+ * value is the request's own error code (a failed collective reports its MPI error here). */
+int nbc_test(nbc_request *request, int *flag);
+int nbc_wait(nbc_request *request);
+int nbc_waitall(int count, nbc_request requests[]);
+
+/* Schedules. Built-in schedules are compiled into the library; more can be loaded from files
+ * (nbc_load_schedules) or from the directories in NBC_SCHEDULE_PATH (colon-separated), read at
+ * nbc_init. A loaded schedule with the name of an existing one replaces it. */
+int nbc_load_schedules(const char *path);
+
+/* Force the schedule for a collective ("allreduce"), by name; NULL or "" restores automatic
+ * selection. The environment variable NBC_ALLREDUCE does the same at nbc_init. A forced
+ * schedule whose preconditions fail makes the collective return MPI_ERR_ARG. */
+int nbc_set_schedule(const char *collective, const char *name);
+
+/* The message of the last error the library reported (empty when none). */
+const char *nbc_error_message(void);
+
+typedef struct {
+    uint64_t hits, misses, evictions;
+    uint64_t entries, bytes;         /* what the cache holds now */
+    uint64_t max_entries, max_bytes; /* its bounds (NBC_CACHE_ENTRIES, NBC_CACHE_BYTES) */
+} nbc_cache_stats;
+
+int nbc_get_cache_stats(nbc_cache_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,247 @@
+/* Bad arguments to the nbc API give MPI error codes and leave the caller's buffers untouched;
+ * null requests and empty reductions are fine.
+ *
+ *     mpiexec -n 2 ./mpi_badargs
+ *
+ * Every rank runs the same calls in the same order and records its own failures; at the end
+ * they are sent once to rank 0, which prints "ok <case>" or "FAIL <case>: <why>" for every case
+ * and exits 1 if any case failed. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "nbc.h"
+
+static int P, me;
+
+/* ---- cases: recorded locally, reported once at the end ---------------------------------- */
+
+enum { MAXCASES = 64 };
+typedef struct {
+    char name[96];
+    int failed;
+    char why[256];
+} test_case;
+static test_case cases[MAXCASES];
+static int ncases;
+
+static int new_case(const char *name)
+{
+    if (ncases == MAXCASES) abort();
+    snprintf(cases[ncases].name, sizeof cases[ncases].name, "badargs %s", name);
+    return ncases++;
+}
+
+static void fail(int c, const char *fmt, ...)
+{
+    if (cases[c].failed) return; /* keep the first reason */
+    cases[c].failed = 1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cases[c].why, sizeof cases[c].why, fmt, ap);
+    va_end(ap);
+}
+
+/* Ranks > 0 send their failure flags and reasons to rank 0, which prints every case with the
+ * reason from the lowest failing rank. Returns the exit status. */
+static int report(void)
+{
+    enum { TAG = 4243 };
+    if (me != 0) {
+        MPI_Send(cases, (int)sizeof cases, MPI_BYTE, 0, TAG, MPI_COMM_WORLD);
+        return 0;
+    }
+    static test_case theirs[MAXCASES];
+    int first[MAXCASES], nfail[MAXCASES];
+    for (int i = 0; i < ncases; i++) nfail[i] = cases[i].failed, first[i] = 0;
+    for (int r = 1; r < P; r++) {
+        MPI_Recv(theirs, (int)sizeof theirs, MPI_BYTE, r, TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        for (int i = 0; i < ncases; i++) {
+            if (!theirs[i].failed) continue;
+            if (nfail[i]++ == 0) {
+                first[i] = r;
+                memcpy(cases[i].why, theirs[i].why, sizeof cases[i].why);
+            }
+        }
+    }
+    int status = 0;
+    for (int i = 0; i < ncases; i++) {
+        if (!nfail[i]) {
+            printf("ok %s\n", cases[i].name);
+            continue;
+        }
+        status = 1;
+        printf("FAIL %s: rank %d: %s", cases[i].name, first[i], cases[i].why);
+        if (nfail[i] > 1) printf(" (and %d more rank%s)", nfail[i] - 1, nfail[i] > 2 ? "s" : "");
+        printf("\n");
+    }
+    fflush(stdout);
+    return status;
+}
+
+/* MPI error class of rc, or rc itself when it is not an MPI error code. */
+static int err_class(int rc)
+{
+    int cls = rc;
+    if (rc > 0 && MPI_Error_class(rc, &cls) != MPI_SUCCESS) cls = rc;
+    return cls;
+}
+
+static const char *err_name(int rc)
+{
+    static char buf[32];
+    switch (err_class(rc)) {
+    case MPI_SUCCESS: return "MPI_SUCCESS";
+    case MPI_ERR_ARG: return "MPI_ERR_ARG";
+    case MPI_ERR_COUNT: return "MPI_ERR_COUNT";
+    case MPI_ERR_BUFFER: return "MPI_ERR_BUFFER";
+    case MPI_ERR_TYPE: return "MPI_ERR_TYPE";
+    case MPI_ERR_OP: return "MPI_ERR_OP";
+    case MPI_ERR_COMM: return "MPI_ERR_COMM";
+    case MPI_ERR_REQUEST: return "MPI_ERR_REQUEST";
+    default: snprintf(buf, sizeof buf, "error %d", rc); return buf;
+    }
+}
+
+/* ---- bad nbc_iallreduce calls ------------------------------------------------------------ */
+
+enum { N = 8, SEND_FILL = 0x5A, RECV_FILL = 0xA5 };
+static int sendbuf[N], recvbuf[N];
+
+static const struct bad_call {
+    const char *name;
+    int use_send, use_recv; /* 1: pass sendbuf / recvbuf, 0: pass NULL */
+    int in_place;           /* 1: pass MPI_IN_PLACE as sendbuf */
+    int count;
+    int dtype, op, comm, null_request; /* 1: pass the null handle */
+    int want;                          /* expected error class */
+} bad_calls[] = {
+    {"negative count -> MPI_ERR_COUNT", 1, 1, 0, -1, 0, 0, 0, 0, MPI_ERR_COUNT},
+    {"negative count in place -> MPI_ERR_COUNT", 0, 1, 1, -3, 0, 0, 0, 0, MPI_ERR_COUNT},
+    {"NULL sendbuf -> MPI_ERR_BUFFER", 0, 1, 0, N, 0, 0, 0, 0, MPI_ERR_BUFFER},
+    {"NULL recvbuf -> MPI_ERR_BUFFER", 1, 0, 0, N, 0, 0, 0, 0, MPI_ERR_BUFFER},
+    {"NULL recvbuf in place -> MPI_ERR_BUFFER", 0, 0, 1, N, 0, 0, 0, 0, MPI_ERR_BUFFER},
+    {"MPI_DATATYPE_NULL -> MPI_ERR_TYPE", 1, 1, 0, N, 1, 0, 0, 0, MPI_ERR_TYPE},
+    {"MPI_OP_NULL -> MPI_ERR_OP", 1, 1, 0, N, 0, 1, 0, 0, MPI_ERR_OP},
+    {"MPI_COMM_NULL -> MPI_ERR_COMM", 1, 1, 0, N, 0, 0, 1, 0, MPI_ERR_COMM},
+    {"NULL request -> MPI_ERR_REQUEST", 1, 1, 0, N, 0, 0, 0, 1, MPI_ERR_REQUEST},
+};
+
+static int untouched(const int *buf, int fill)
+{
+    const unsigned char *b = (const unsigned char *)buf;
+    for (size_t i = 0; i < N * sizeof *buf; i++)
+        if (b[i] != fill) return 0;
+    return 1;
+}
+
+static void bad_call(const struct bad_call *t)
+{
+    int c = new_case(t->name);
+    memset(sendbuf, SEND_FILL, sizeof sendbuf);
+    memset(recvbuf, RECV_FILL, sizeof recvbuf);
+    const void *s = t->in_place ? MPI_IN_PLACE : t->use_send ? sendbuf : NULL;
+    nbc_request req = NBC_REQUEST_NULL;
+    int rc = nbc_iallreduce(s, t->use_recv ? recvbuf : NULL, t->count,
+                            t->dtype ? MPI_DATATYPE_NULL : MPI_INT,
+                            t->op ? MPI_OP_NULL : MPI_SUM,
+                            t->comm ? MPI_COMM_NULL : MPI_COMM_WORLD,
+                            t->null_request ? NULL : &req);
+    if (rc == MPI_SUCCESS && req != NBC_REQUEST_NULL) nbc_wait(&req); /* accepted: finish it */
+    if (err_class(rc) != t->want)
+        fail(c, "got %s (%s)", err_name(rc), nbc_error_message());
+    else if (!untouched(sendbuf, SEND_FILL))
+        fail(c, "send buffer modified");
+    else if (!untouched(recvbuf, RECV_FILL))
+        fail(c, "receive buffer modified");
+}
+
+/* ---- the other cases -------------------------------------------------------------------- */
+
+static void unknown_schedule(void)
+{
+    int c = new_case("unknown schedule name -> MPI_ERR_ARG with a message");
+    int rc = nbc_set_schedule("allreduce", "allreduce_no_such_schedule");
+    const char *msg = nbc_error_message();
+    if (err_class(rc) != MPI_ERR_ARG)
+        fail(c, "nbc_set_schedule returned %s", err_name(rc));
+    else if (!msg || !*msg)
+        fail(c, "nbc_error_message() is empty");
+    nbc_set_schedule("allreduce", NULL);
+}
+
+static void null_requests(void)
+{
+    int c = new_case("nbc_test on NBC_REQUEST_NULL completes at once");
+    nbc_request req = NBC_REQUEST_NULL;
+    int flag = 0, rc = nbc_test(&req, &flag);
+    if (rc != MPI_SUCCESS || !flag || req != NBC_REQUEST_NULL)
+        fail(c, "returned %s, flag %d", err_name(rc), flag);
+
+    c = new_case("nbc_wait on NBC_REQUEST_NULL completes at once");
+    rc = nbc_wait(&req);
+    if (rc != MPI_SUCCESS || req != NBC_REQUEST_NULL) fail(c, "returned %s", err_name(rc));
+
+    c = new_case("nbc_waitall on NBC_REQUEST_NULLs and on none");
+    nbc_request reqs[3] = {NBC_REQUEST_NULL, NBC_REQUEST_NULL, NBC_REQUEST_NULL};
+    if ((rc = nbc_waitall(3, reqs)) != MPI_SUCCESS) fail(c, "3 nulls: returned %s", err_name(rc));
+    if ((rc = nbc_waitall(0, reqs)) != MPI_SUCCESS) fail(c, "count 0: returned %s", err_name(rc));
+}
+
+/* count 0 with NULL buffers is a valid, empty reduction; then a normal call still works. */
+static void valid_calls(void)
+{
+    static const struct { const char *name; int in_place; } zero[] = {
+        {"count 0 with NULL buffers is fine", 0},
+        {"count 0 in place with NULL recvbuf is fine", 1},
+    };
+    for (int k = 0; k < 2; k++) {
+        int c = new_case(zero[k].name);
+        nbc_request req = NBC_REQUEST_NULL;
+        int rc = nbc_iallreduce(zero[k].in_place ? MPI_IN_PLACE : NULL, NULL, 0, MPI_INT, MPI_SUM,
+                                MPI_COMM_WORLD, &req);
+        if (rc != MPI_SUCCESS) {
+            fail(c, "nbc_iallreduce returned %s (%s)", err_name(rc), nbc_error_message());
+            continue;
+        }
+        if ((rc = nbc_wait(&req)) != MPI_SUCCESS) fail(c, "nbc_wait returned %s", err_name(rc));
+    }
+
+    int c = new_case("a valid call after the errors works");
+    for (int i = 0; i < N; i++) sendbuf[i] = me + i, recvbuf[i] = -1;
+    nbc_request req = NBC_REQUEST_NULL;
+    int rc = nbc_iallreduce(sendbuf, recvbuf, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &req);
+    if (rc == MPI_SUCCESS) rc = nbc_wait(&req);
+    if (rc != MPI_SUCCESS) {
+        fail(c, "returned %s (%s)", err_name(rc), nbc_error_message());
+        return;
+    }
+    for (int i = 0; i < N; i++) {
+        int want = P * (P - 1) / 2 + P * i; /* sum over ranks r of (r + i) */
+        if (recvbuf[i] != want) {
+            fail(c, "element %d: got %d, expected %d", i, recvbuf[i], want);
+            return;
+        }
+    }
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_size(MPI_COMM_WORLD, &P);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+
+    int c = new_case("nbc_init");
+    int rc = nbc_init();
+    if (rc != MPI_SUCCESS) fail(c, "returned %s", err_name(rc));
+    for (size_t i = 0; i < sizeof bad_calls / sizeof *bad_calls; i++) bad_call(&bad_calls[i]);
+    unknown_schedule();
+    null_requests();
+    valid_calls();
+    c = new_case("nbc_finalize");
+    if ((rc = nbc_finalize()) != MPI_SUCCESS) fail(c, "returned %s", err_name(rc));
+
+    int status = report();
+    MPI_Finalize();
+    return status;
+}
