@@ -29,7 +29,7 @@ STATIC := $(BUILD)/lib/libnbc.a
 SHARED := $(BUILD)/lib/libnbc.so
 NBCC   := $(BINDIR)/nbcc
 
-.PHONY: all demo test test-sanitize install clean deps
+.PHONY: all demo test install clean deps
 all: $(STATIC) $(SHARED) $(NBCC) $(EXAMPLES:%=$(BINDIR)/%) $(TESTS:%=$(BUILD)/tests/%)
 
 # Missing Debian packages are installed once per build directory.
@@ -97,13 +97,13 @@ $(BUILD)/tests/%: tests/%.c $(STATIC)
 demo: all
 	mpiexec -n 4 bin/overlap
 
-# The whole suite, then again under AddressSanitizer and UBSan (a smaller MPI sweep there).
+# The whole suite, then again built with AddressSanitizer and UBSan.
+SANITIZE := build/sanitize
 test: all
-	@BUILD=$(BUILD) BINDIR=$(BINDIR) sh tests/run.sh
-
-test-sanitize:
-	$(MAKE) BUILD=build/sanitize CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
-	    BINDIR=build/sanitize/bin all
+	@$(MAKE) --no-print-directory BUILD=$(SANITIZE) BINDIR=$(SANITIZE)/bin \
+	    CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" all > $(SANITIZE).log 2>&1 \
+	    || { tail -n 30 $(SANITIZE).log; exit 1; }
+	@BUILD=$(BUILD) BINDIR=$(BINDIR) SANITIZE_BUILD=$(SANITIZE) sh tests/run.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \

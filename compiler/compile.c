@@ -481,7 +481,7 @@ static const node *enter(ev *e, const sched_def *s, const node *const *names, co
 
 static void unmet(ev *e, const sched_def *s, const node *req)
 {
-    diag_error(e->d, s->src, req->at, "'%s' requires %s: not met for p = %lld, count = %lld%s", s->name,
+    diag_error(e->d, s->src, req->text_at, "'%s' requires %s: not met for p = %lld, count = %lld%s", s->name,
                req->text, (long long)e->args->p, (long long)e->args->count, e->args->commutative ? "" : ", non-commutative op");
 }
 
@@ -614,6 +614,10 @@ static nbc_program *assemble(ev *e, const sched_def *s)
                        .max_round_comms = e->max_comms, .esize = (uint32_t)es};
     snprintf(p->name, sizeof p->name, "%s", s->name);
     nbc_insn *in = prog_insns(p);
+    if (e->n == 0) { /* nothing to do, as with count 0 */
+        prog_rounds(p)[0] = 0;
+        return p;
+    }
     memcpy(in, e->insns, e->n * sizeof *in);
     for (size_t i = 0; i < e->n; i++) { /* the ordered-reduce temporary lives after scratch */
         if (in[i].a_slot == SLOT_RTMP) in[i].a_slot = SLOT_SCRATCH, in[i].a_off += (uint64_t)(e->scratch * es);

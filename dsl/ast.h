@@ -40,6 +40,7 @@ struct node {
     int64_t num;
     const char *name;
     const char *text;  /* the source text of a `requires` condition */
+    loc text_at;       /* and where it starts */
     node *a, *b, *c, *d;
     node *next;        /* next statement, argument or list item */
     node *last;        /* on the head of a list being built: its last item */

@@ -1,7 +1,8 @@
 /* The schedule language's grammar. Pure and reentrant; every node carries its location. */
 %define api.pure full
 %define api.prefix {dsl_yy}
-%define parse.error detailed
+%define parse.error custom
+%define parse.lac full
 %define api.location.type {parse_loc}
 %locations
 %lex-param {void *scanner}
@@ -17,6 +18,7 @@ int dsl_yylex(DSL_YYSTYPE *lval, parse_loc *lloc, void *scanner);
 }
 
 %code {
+#include <stdio.h>
 #include <string.h>
 
 static loc L(parse_loc p) { return (loc){p.first_line, p.first_column}; }
@@ -115,7 +117,8 @@ params
 
 requires
     : %empty                 { $$ = NULL; }
-    | requires KW_REQUIRES expr { $3->text = ast_strdup(ctx->file, ctx->file->src.text + @3.first_off,
+    | requires KW_REQUIRES expr { $3->text_at = L(@3);
+                                  $3->text = ast_strdup(ctx->file, ctx->file->src.text + @3.first_off,
                                                        (size_t)(@3.last_off - @3.first_off));
                                   if (!$3->text) YYNOMEM;
                                   $$ = ast_append($1, $3); }
@@ -215,3 +218,29 @@ expr
     ;
 
 %%
+
+/* "unexpected X, expecting A or B"; where more would fit, the list is left out, except for a
+ * missing ';', the commonest slip. */
+static int yyreport_syntax_error(const yypcontext_t *pc, void *scanner, parse_ctx *ctx)
+{
+    (void)scanner;
+    enum { MAX = 64 };
+    yysymbol_kind_t expected[MAX];
+    int n = yypcontext_expected_tokens(pc, expected, MAX);
+    char msg[512];
+    int len = snprintf(msg, sizeof msg, "syntax error, unexpected %s", yysymbol_name(yypcontext_token(pc)));
+    if (n > 0 && n <= 4) {
+        for (int i = 0; i < n; i++)
+            len += snprintf(msg + len, sizeof msg - (size_t)len, "%s%s", i ? " or " : ", expecting ",
+                            yysymbol_name(expected[i]));
+    } else { /* mid-statement (where '}' cannot come), name a missing ';' */
+        int semi = 0, brace = 0;
+        for (int i = 0; i < n; i++) {
+            semi |= strcmp(yysymbol_name(expected[i]), "';'") == 0;
+            brace |= strcmp(yysymbol_name(expected[i]), "'}'") == 0;
+        }
+        if (semi && !brace) snprintf(msg + len, sizeof msg - (size_t)len, ", expecting ';'");
+    }
+    parse_error(ctx, *yypcontext_location(pc), "%s", msg);
+    return 0;
+}

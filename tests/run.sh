@@ -1,2 +1,87 @@
 #!/bin/sh
-echo "0 passed, 0 failed"
+# Runs every test and ends with one line "N passed, N failed". Each test program prints
+# "ok NAME" or "FAIL NAME: why" per check; this script adds its own checks of nbcc.
+# The suite runs on the normal build, then, when SANITIZE_BUILD names a build made with
+# AddressSanitizer and UBSan, again there (names tagged [asan], fewer process counts).
+# Environment: BUILD and BINDIR (where `make` put things), SANITIZE_BUILD, MPI_PROCS.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+
+check() { # NAME STATUS [WHY]: record one check
+    if [ "$2" -eq 0 ]; then
+        passed=$((passed + 1))
+        echo "ok $TAG$1"
+    else
+        failed=$((failed + 1))
+        echo "FAIL $TAG$1${3:+: $3}"
+    fi
+}
+
+suite() { # NAME COMMAND...: run a program that prints ok/FAIL lines
+    name=$1
+    shift
+    timeout 900 "$@" > "$tmp/out" 2> "$tmp/err"
+    rc=$?
+    sed "s/^\(ok\|FAIL\) /\1 $TAG/" "$tmp/out" | grep -E '^(ok|FAIL) '
+    p=$(grep -c '^ok ' "$tmp/out")
+    f=$(grep -c '^FAIL ' "$tmp/out")
+    passed=$((passed + p))
+    failed=$((failed + f))
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] || [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
+        check "$name" 1 "exited with status $rc and no failed check: $(tail -n 5 "$tmp/err" | tr '\n' ' ')"
+    fi
+}
+
+run_all() { # BUILD BINDIR TAG MPI_PROCS
+BUILD=$1
+BINDIR=$2
+TAG=${3:+$3 }
+suite "unit_dsl" "$BUILD/tests/unit_dsl" tests/dsl/broken.txt
+suite "unit_cache" "$BUILD/tests/unit_cache"
+ASAN_OPTIONS=detect_leaks=0 suite "unit_reduce" mpiexec -n 1 "$BUILD/tests/unit_reduce"
+
+if true; then
+    # golden dumps: the compiled programs reviewed once, kept byte for byte
+    for args in tests/golden/*.args; do
+        want=${args%.args}.txt
+        # shellcheck disable=SC2046
+        "$BINDIR/nbcc" dump $(cat "$args") > "$tmp/dump" 2>&1
+        diff -u "$want" "$tmp/dump" > "$tmp/diff"
+        check "golden $(basename "${args%.args}")" $? "$(head -n 20 "$tmp/diff")"
+    done
+    "$BINDIR/nbcc" check schedules/*.nbs > "$tmp/out" 2>&1
+    check "nbcc check passes every shipped schedule" $? "$(cat "$tmp/out")"
+    printf 'schedule bad implements allreduce\n{\n    round { send recvbuf to rank + p; }\n}\n' > "$tmp/bad.nbs"
+    "$BINDIR/nbcc" check "$tmp/bad.nbs" > "$tmp/out" 2>&1
+    rc=$?
+    grep -q "bad.nbs:3:34: error: peer .* is outside" "$tmp/out"
+    check "nbcc check reports file:line:column and exits 1" $((rc != 1 || $? != 0)) "$(cat "$tmp/out")"
+    "$BINDIR/nbcc" dump schedules/allreduce_ring.nbs --p 4 --rank 1 --count 8 > "$tmp/out" 2>&1
+    check "nbcc dump of the ring shows 2(p-1) rounds" $((! $? == 0 || ! $(grep -c '^; 6 rounds' "$tmp/out") == 1)) "$(cat "$tmp/out")"
+    "$BINDIR/nbcc" list > "$tmp/out" 2>&1
+    grep -q "allreduce_ring .*allreduce .*commutative, count >= p" "$tmp/out"
+    check "nbcc list shows schedules with preconditions" $? "$(cat "$tmp/out")"
+    for cmd in check dump list; do
+        "$BINDIR/nbcc" $cmd --help > "$tmp/out" 2>&1 && grep -q "usage: nbcc $cmd" "$tmp/out"
+        check "nbcc $cmd --help" $?
+    done
+fi
+
+ASAN_OPTIONS=detect_leaks=0 suite "mpi_badargs" mpiexec -n 2 "$BUILD/tests/mpi_badargs"
+for p in $4; do
+    ASAN_OPTIONS=detect_leaks=0 suite "mpi_allreduce p=$p" mpiexec -n "$p" "$BUILD/tests/mpi_allreduce"
+done
+}
+
+run_all "${BUILD:-build}" "${BINDIR:-bin}" "" "${MPI_PROCS:-1 2 3 4 5 6 7 8 9}"
+if [ -n "$SANITIZE_BUILD" ]; then
+    # MPICH's own allocations outlive MPI_Finalize: leak checks only where MPI is absent
+    export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    export ASAN_OPTIONS=detect_leaks=1
+    run_all "$SANITIZE_BUILD" "$SANITIZE_BUILD/bin" "[asan]" "1 2 3 4 5 8"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

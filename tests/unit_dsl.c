@@ -1,0 +1,371 @@
+/* Unit tests of the lexer, parser and compiler (no MPI): exact diagnostics for the broken
+ * schedules in tests/dsl/broken.txt, the shape of compiled programs, and robustness against
+ * hostile input (every prefix and random mutations of the built-in schedules, deep nesting). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../compiler/compile.h"
+#include "../compiler/library.h"
+
+extern const struct builtin_schedule {
+    const char *name, *text;
+    size_t len;
+} nbc_builtin_schedules[];
+extern const size_t nbc_builtin_count;
+
+static int failures;
+
+static void result(int ok, const char *name, const char *fmt, ...)
+{
+    if (ok) {
+        printf("ok dsl %s\n", name);
+        return;
+    }
+    failures++;
+    printf("FAIL dsl %s: ", name);
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+}
+
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *buf = malloc((size_t)n + 1);
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) n = 0;
+    if (buf) buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static sched_lib *builtins(void)
+{
+    sched_lib *lib = lib_create();
+    diag d;
+    diag_init(&d);
+    for (size_t i = 0; i < nbc_builtin_count; i++)
+        lib_add_source(lib, nbc_builtin_schedules[i].name, nbc_builtin_schedules[i].text,
+                       nbc_builtin_schedules[i].len, &d);
+    diag_free(&d);
+    return lib;
+}
+
+/* Parses and compiles one case the way broken.txt says; returns the diagnostics. */
+static void diagnose(const char *name, const char *src, diag *d)
+{
+    sched_lib *lib = lib_create();
+    if (lib_add_source(lib, name, src, strlen(src), d) == 0) {
+        const sched_def *s = NULL;
+        for (size_t i = 0; i < lib_count(lib) && !s; i++)
+            if (lib_at(lib, i)->collective) s = lib_at(lib, i);
+        compile_args a = {.p = 4, .rank = 1, .count = 8, .esize = 4, .commutative = 1, .max_steps = 100000};
+        nbc_program *prog = NULL;
+        if (s) compile_program(lib, s, &a, &prog, d);
+        free(prog);
+    }
+    lib_destroy(lib);
+}
+
+static void broken_cases(const char *path)
+{
+    char *text = read_file(path);
+    if (!text) {
+        result(0, "broken.txt", "cannot read %s", path);
+        return;
+    }
+    int cases = 0;
+    for (char *p = strstr(text, "\n=== "); p;) {
+        char *name = p + 5;
+        char *nl = strchr(name, '\n');
+        char *sep = nl ? strstr(nl, "\n--- expect\n") : NULL;
+        if (!sep) break;
+        char *expect = sep + strlen("\n--- expect\n");
+        p = strstr(expect, "\n=== ");               /* the next case, found before cutting */
+        size_t elen = p ? (size_t)(p - expect) : strlen(expect);
+        while (elen > 1 && expect[elen - 1] == '\n' && expect[elen - 2] == '\n') elen--; /* blank lines */
+        *nl = '\0';
+        sep[1] = '\0'; /* the source keeps its final newline */
+        expect[elen] = '\0';
+        char file[256];
+        snprintf(file, sizeof file, "%s.nbs", name);
+        diag d;
+        diag_init(&d);
+        diagnose(file, nl + 1, &d);
+        const char *got = d.text ? d.text : "";
+        char label[300];
+        snprintf(label, sizeof label, "diagnostic %s", name);
+        result(strcmp(got, expect) == 0 && d.errors > 0, label, "expected:\n%s--- got:\n%s", expect, got);
+        diag_free(&d);
+        cases++;
+    }
+    result(cases >= 25, "broken.txt has its cases", "only %d cases found", cases);
+    free(text);
+}
+
+static nbc_program *compile_builtin(sched_lib *lib, const char *name, compile_args a)
+{
+    diag d;
+    diag_init(&d);
+    nbc_program *prog = NULL;
+    const sched_def *s = lib_find(lib, name);
+    if (!s || compile_program(lib, s, &a, &prog, &d) != COMPILE_OK) {
+        printf("# %s", d.text ? d.text : "no such schedule\n");
+        prog = NULL;
+    }
+    diag_free(&d);
+    return prog;
+}
+
+static int messages(const nbc_program *p)
+{
+    int n = 0;
+    for (uint32_t i = 0; i < p->ninsns; i++) n += prog_insns(p)[i].op <= OP_RECV;
+    return n;
+}
+
+/* Every instruction stays inside its buffers. */
+static int in_bounds(const nbc_program *p, uint64_t count_bytes)
+{
+    for (uint32_t i = 0; i < p->ninsns; i++) {
+        const nbc_insn *in = &prog_insns(p)[i];
+        uint64_t size[SLOT_COUNT_] = {count_bytes, count_bytes, p->scratch};
+        if (in->a_off + in->len > size[in->a_slot]) return 0;
+        if ((in->op == OP_COPY || in->op == OP_REDUCE) && in->b_off + in->len > size[in->b_slot]) return 0;
+    }
+    return 1;
+}
+
+static void program_shapes(void)
+{
+    sched_lib *lib = builtins();
+    int ok = 1;
+    char why[256] = "";
+    for (int64_t p = 2; p <= 9 && ok; p++) {
+        const int64_t counts[] = {p, 3 * p + 1, 100};
+        for (int c = 0; c < 3 && ok; c++)
+            for (int64_t r = 0; r < p && ok; r++) {
+                compile_args a = {.p = p, .rank = r, .count = counts[c], .esize = 4, .commutative = 1};
+                nbc_program *prog = compile_builtin(lib, "allreduce_ring", a);
+                if (!prog || prog->nrounds != 2 * (p - 1) || messages(prog) != 4 * (p - 1) ||
+                    prog->scratch != (uint64_t)((counts[c] + p - 1) / p * 4) || !in_bounds(prog, (uint64_t)counts[c] * 4)) {
+                    ok = 0;
+                    snprintf(why, sizeof why, "p=%lld rank=%lld count=%lld: %u rounds, %d messages", (long long)p,
+                             (long long)r, (long long)counts[c], prog ? prog->nrounds : 0, prog ? messages(prog) : 0);
+                }
+                free(prog);
+            }
+    }
+    result(ok, "ring has 2(p-1) rounds and 4(p-1) messages, in bounds", "%s", why);
+
+    ok = 1;
+    for (int64_t p = 1; p <= 33 && ok; p++) {
+        int64_t pof2 = 1;
+        while (pof2 * 2 <= p) pof2 *= 2;
+        int64_t lg = 0;
+        while (((int64_t)1 << lg) < pof2) lg++;
+        for (int64_t r = 0; r < p && ok; r++) {
+            compile_args a = {.p = p, .rank = r, .count = 5, .esize = 8, .commutative = 1};
+            nbc_program *prog = compile_builtin(lib, "allreduce_recursive_doubling", a);
+            int64_t rem = p - pof2;
+            int expect = r < 2 * rem && r % 2 == 0 ? 2 : (int)(2 * lg + (r < 2 * rem ? 2 : 0));
+            if (!prog || messages(prog) != expect || !in_bounds(prog, 40)) {
+                ok = 0;
+                snprintf(why, sizeof why, "p=%lld rank=%lld: %d messages, expected %d", (long long)p, (long long)r,
+                         prog ? messages(prog) : -1, expect);
+            }
+            free(prog);
+        }
+    }
+    result(ok, "recursive doubling message counts for p = 1..33", "%s", why);
+
+    compile_args a = {.p = 4, .rank = 1, .count = 8, .esize = 4, .inplace = 1, .commutative = 1};
+    nbc_program *prog = compile_builtin(lib, "allreduce_ring", a);
+    int copies = 0;
+    for (uint32_t i = 0; prog && i < prog->ninsns; i++) copies += prog_insns(prog)[i].op == OP_COPY;
+    result(prog && copies == 0, "in place drops the initial copy", "%d copies", copies);
+    free(prog);
+
+    a = (compile_args){.p = 4, .rank = 1, .count = 0, .esize = 4, .commutative = 1};
+    prog = compile_builtin(lib, "allreduce_recursive_doubling", a);
+    result(prog && prog->ninsns == 0 && prog->nrounds == 0, "count 0 compiles to nothing", "%u instructions",
+           prog ? prog->ninsns : 0);
+    free(prog);
+
+    /* rank 2 of 4 meets a higher partner first: dst ⊕= src needs the ordered lowering */
+    a = (compile_args){.p = 4, .rank = 0, .count = 6, .esize = 4, .commutative = 0};
+    prog = compile_builtin(lib, "allreduce_recursive_doubling", a);
+    int ordered = 0;
+    for (uint32_t i = 0; prog && i + 2 < prog->ninsns; i++) {
+        const nbc_insn *in = prog_insns(prog) + i;
+        ordered += in[0].op == OP_COPY && in[1].op == OP_REDUCE && in[2].op == OP_COPY &&
+                   in[1].a_slot == SLOT_SCRATCH && in[1].b_slot == SLOT_RECV && in[2].a_slot == SLOT_RECV;
+    }
+    result(prog && ordered == 2 && prog->scratch == 2 * 6 * 4 && in_bounds(prog, 24),
+           "non-commutative dst ⊕= src is lowered through a temporary", "%d lowered reduces, scratch %llu",
+           ordered, prog ? (unsigned long long)prog->scratch : 0ULL);
+    free(prog);
+
+    a = (compile_args){.p = 4, .rank = 1, .count = 2, .esize = 4, .commutative = 1};
+    diag d;
+    diag_init(&d);
+    int rc = compile_check(lib, lib_find(lib, "allreduce_ring"), &a, &d);
+    result(rc == COMPILE_UNMET && strstr(d.text, "count >= p"), "ring refuses count < p", "rc %d: %s", rc, d.text ? d.text : "");
+    diag_clear(&d);
+    a.commutative = 0;
+    a.count = 8;
+    rc = compile_check(lib, lib_find(lib, "allreduce_ring"), &a, &d);
+    result(rc == COMPILE_UNMET && strstr(d.text, "commutative"), "ring refuses a non-commutative op", "rc %d", rc);
+    diag_free(&d);
+    lib_destroy(lib);
+}
+
+/* The language features that the built-in schedules do not all use. */
+static void features(void)
+{
+    const char *text =
+        "schedule shift implements allreduce\n"
+        "    param step = 1\n"
+        "{\n"
+        "    let half = count / 2;\n"
+        "    let r = range(0, half);\n"
+        "    round { copy sendbuf to recvbuf; }\n"
+        "    call pass(recvbuf = recvbuf[r], dist = step);\n"
+        "    let x = min(3, 1, 2) + max(1, 5) * 10 + (is_pow2(p) ? 100 : 0) + (-7 % 3) * 1000;\n"
+        "    if x != 151 + 2000 { round { send recvbuf[0 : x] to 0; } }\n"
+        "    else if lo(r) != 0 || hi(r) != half || len(recvbuf) != count { round { send recvbuf[0 : 99] to 0; } }\n"
+        "}\n"
+        "schedule pass\n"
+        "    param dist = 7\n"
+        "{\n"
+        "    round {\n"
+        "        send recvbuf to (rank + dist) % p;\n"
+        "        recv recvbuf from (rank - dist) % p;\n"
+        "    }\n"
+        "}\n";
+    sched_lib *lib = lib_create();
+    diag d;
+    diag_init(&d);
+    int rc = lib_add_source(lib, "features.nbs", text, strlen(text), &d);
+    nbc_program *prog = NULL;
+    if (rc == 0) {
+        compile_args a = {.p = 4, .rank = 1, .count = 10, .esize = 8, .commutative = 1};
+        rc = compile_program(lib, lib_find(lib, "shift"), &a, &prog, &d);
+    }
+    const nbc_insn *in = prog ? prog_insns(prog) : NULL;
+    result(rc == 0 && prog && prog->ninsns == 3 && in[1].op == OP_SEND && in[1].peer == 2 && in[1].len == 40 &&
+               in[2].op == OP_RECV && in[2].peer == 0 && prog->nrounds == 1,
+           "let, range, call with arguments and params, builtins, if/else if",
+           "rc %d, %s", rc, d.text ? d.text : "wrong program");
+    free(prog);
+    diag_free(&d);
+    lib_destroy(lib);
+}
+
+/* Nothing crashes or leaks (the sanitizer build checks the leaks), whatever the input. */
+static void hostile(void)
+{
+    unsigned seed = 12345;
+    int parsed = 0, total = 0;
+    for (size_t b = 0; b < nbc_builtin_count; b++) {
+        const char *text = nbc_builtin_schedules[b].text;
+        size_t len = nbc_builtin_schedules[b].len;
+        for (size_t cut = 0; cut <= len; cut += 3) { /* prefixes */
+            diag d;
+            diag_init(&d);
+            ast_file *f = dsl_parse("prefix.nbs", text, cut, &d);
+            parsed += f != NULL;
+            total++;
+            ast_free(f);
+            diag_free(&d);
+        }
+        char *copy = malloc(len + 1);
+        for (int iter = 0; iter < 2000; iter++) { /* random mutations, compiled when they parse */
+            memcpy(copy, text, len);
+            for (int k = 0; k < 1 + iter % 4; k++) {
+                seed = seed * 1103515245 + 12345;
+                size_t at = (seed >> 8) % len;
+                static const char pool[] = "{}();=+-*/%<>!&|^~[]:.,# \n0123456789abcxyzpr\0\x80";
+                copy[at] = pool[(seed >> 20) % (sizeof pool - 1)];
+            }
+            sched_lib *lib = lib_create();
+            diag d;
+            diag_init(&d);
+            if (lib_add_source(lib, "mutant.nbs", copy, len, &d) == 0)
+                for (size_t i = 0; i < lib_count(lib); i++)
+                    for (int64_t p = 1; p <= 5; p++) {
+                        compile_args a = {.p = p, .rank = p - 1, .count = 7, .esize = 4, .commutative = iter & 1, .max_steps = 20000};
+                        nbc_program *prog = NULL;
+                        compile_program(lib, lib_at(lib, i), &a, &prog, &d);
+                        free(prog);
+                        diag_clear(&d);
+                    }
+            diag_free(&d);
+            lib_destroy(lib);
+            total++;
+        }
+        free(copy);
+    }
+    result(parsed > 0, "prefixes and mutations of the built-in schedules", "%d of %d parsed", parsed, total);
+
+    /* deep nesting of every kind is an error, never a stack overflow */
+    const char *const kinds[][3] = {
+        {"schedule s { let x = ", "(", "1"}, {"schedule s { let x = ", "-", "1"},
+        {"schedule s { let x = 1", "+1", ""}, {"schedule s { ", "if 1 { ", ""},
+        {"schedule s { let x = ", "a[", "1"},
+    };
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        size_t reps = 100000, ul = strlen(kinds[k][1]);
+        size_t len = strlen(kinds[k][0]) + reps * ul + 16;
+        char *buf = malloc(len);
+        char *p = buf + sprintf(buf, "%s", kinds[k][0]);
+        for (size_t i = 0; i < reps; i++, p += ul) memcpy(p, kinds[k][1], ul);
+        sprintf(p, "%s;}", kinds[k][2]);
+        diag d;
+        diag_init(&d);
+        ast_file *f = dsl_parse("deep.nbs", buf, strlen(buf), &d);
+        char label[64];
+        snprintf(label, sizeof label, "deep nesting '%s' is an error", kinds[k][1]);
+        result(!f && d.errors > 0 && d.errors <= 21, label, "%d errors", d.errors);
+        ast_free(f);
+        diag_free(&d);
+        free(buf);
+    }
+
+    /* a large valid file: 200000 statements */
+    size_t n = 200000;
+    char *big = malloc(n * 32 + 64);
+    char *p = big + sprintf(big, "schedule big {\n");
+    for (size_t i = 0; i < n; i++) p += sprintf(p, "let v%zu = %zu;\n", i, i);
+    sprintf(p, "}\n");
+    diag d;
+    diag_init(&d);
+    ast_file *f = dsl_parse("big.nbs", big, strlen(big), &d);
+    result(f && d.errors == 0, "a file of 200000 statements parses", "%s", d.text ? d.text : "");
+    ast_free(f);
+    diag_free(&d);
+    free(big);
+
+    diag_init(&d);
+    const char nul[] = "schedule s {\0}";
+    f = dsl_parse("nul.nbs", nul, sizeof nul - 1, &d);
+    result(!f && d.text && strstr(d.text, "unexpected byte 0x00"), "a NUL byte is reported", "%s", d.text ? d.text : "");
+    ast_free(f);
+    diag_free(&d);
+}
+
+int main(int argc, char **argv)
+{
+    broken_cases(argc > 1 ? argv[1] : "tests/dsl/broken.txt");
+    program_shapes();
+    features();
+    hostile();
+    return failures ? 1 : 0;
+}
