@@ -22,7 +22,7 @@ SCHEDULES := $(sort $(wildcard schedules/*.nbs))
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) \
            $(patsubst $(BUILD)/gen/%.c,$(BUILD)/obj/gen/%.o,$(GEN_SRC))
 
-TESTS    := unit_dsl unit_reduce unit_cache mpi_allreduce mpi_badargs
+TESTS    := unit_dsl unit_reduce unit_cache mpi_allreduce mpi_badargs mpi_runtime
 EXAMPLES := overlap
 
 STATIC := $(BUILD)/lib/libnbc.a
@@ -85,8 +85,8 @@ $(BINDIR)/%: examples/%.c $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLFLAGS) $< $(STATIC) $(LDLIBS) -o $@
 
-# The cache test counts allocations by wrapping malloc at link time.
-$(BUILD)/tests/unit_cache: tests/unit_cache.c $(STATIC)
+# These tests count allocations by wrapping malloc at link time.
+$(BUILD)/tests/unit_cache $(BUILD)/tests/mpi_runtime: $(BUILD)/tests/%: tests/%.c $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLFLAGS) -Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=realloc $< $(STATIC) $(LDLIBS) -o $@
 

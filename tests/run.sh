@@ -73,6 +73,14 @@ ASAN_OPTIONS=detect_leaks=0 suite "mpi_badargs" mpiexec -n 2 "$BUILD/tests/mpi_b
 for p in $4; do
     ASAN_OPTIONS=detect_leaks=0 suite "mpi_allreduce p=$p" mpiexec -n "$p" "$BUILD/tests/mpi_allreduce"
 done
+for p in 1 2 3 5; do
+    ASAN_OPTIONS=detect_leaks=0 suite "mpi_runtime p=$p" mpiexec -n "$p" "$BUILD/tests/mpi_runtime"
+done
+# the README's tutorial, as written there
+NBC_SCHEDULE_PATH=examples NBC_ALLREDUCE=star ASAN_OPTIONS=detect_leaks=0 timeout 300 \
+    mpiexec -n 4 "$BINDIR/overlap" > "$tmp/out" 2>&1
+grep -q "4 ranks all verified OK" "$tmp/out"
+check "README tutorial: overlap with the star schedule from NBC_SCHEDULE_PATH" $? "$(tail -n 5 "$tmp/out")"
 }
 
 run_all "${BUILD:-build}" "${BINDIR:-bin}" "" "${MPI_PROCS:-1 2 3 4 5 6 7 8 9}"
