@@ -13,10 +13,7 @@ ALLFLAGS  = -std=gnu11 $(WARN) $(CFLAGS) $(CPPFLAGS)
 LDLIBS   := -lxxhash -lm
 VERSION  := 0.1.0
 
-LIB_SRC := dsl/ast.c dsl/diag.c dsl/parse.c \
-           compiler/compile.c compiler/library.c compiler/disasm.c \
-           interp/interp.c interp/reduce.c \
-           runtime/cache.c runtime/comm.c runtime/request.c runtime/select.c runtime/nbc.c
+LIB_SRC := $(sort $(wildcard dsl/*.c compiler/*.c interp/*.c runtime/*.c))
 GEN_SRC := $(BUILD)/gen/parser.c $(BUILD)/gen/lexer.c $(BUILD)/gen/builtin_schedules.c
 SCHEDULES := $(sort $(wildcard schedules/*.nbs))
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) \

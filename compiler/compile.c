@@ -4,6 +4,7 @@
  * length). Errors are reported into the diag and unwind with longjmp to compile_program, which
  * owns every allocation, so no error path leaks. */
 #include "compile.h"
+#include "../dsl/collectives.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -579,12 +580,29 @@ static int check_args(const compile_args *a, const sched_def *s, diag *d)
     return COMPILE_OK;
 }
 
+/* The user's buffers as the collective that s implements shapes them (a building block
+ * compiled on its own gets allreduce's). In place, sendbuf is a read-only view of recvbuf. */
+static void define_top(ev *e, const sched_def *s, int with_rank)
+{
+    const compile_args *a = e->args;
+    int c = s->collective ? collective_from_name(s->collective) : COLL_ALLREDUCE;
+    coll_shape sh = collective_shape((nbc_collective)c, a->p, a->rank, a->root, a->count, a->inplace);
+    value sb = view(a->inplace ? SLOT_RECV : SLOT_SEND, sh.send_len, 0, "sendbuf");
+    if (a->inplace) sb.a = sh.inplace_send_off;
+    value rb = view(SLOT_RECV, sh.recv_len, 1, "recvbuf");
+    define_builtins(e, a->count, sb, rb, with_rank);
+}
+
 /* Reports the first failed precondition of s (evaluated without rank). */
 static int preconditions(ev *e, const sched_def *s)
 {
-    value sb = view(e->args->inplace ? SLOT_RECV : SLOT_SEND, e->args->count, 0, "sendbuf");
-    value rb = view(SLOT_RECV, e->args->count, 1, "recvbuf");
-    define_builtins(e, e->args->count, sb, rb, 0);
+    define_top(e, s, 0);
+    int c = s->collective ? collective_from_name(s->collective) : -1;
+    int reduces = c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_REDUCE_SCATTER;
+    if (reduces && !s->ordered && !e->args->commutative) {
+        diag_error(e->d, s->src, s->at, "'%s' does not keep rank order (it is not marked 'ordered'), so it needs a commutative op", s->name);
+        return COMPILE_UNMET;
+    }
     const node *bad = enter(e, s, NULL, NULL, 0);
     if (bad) {
         unmet(e, s, bad);
@@ -643,9 +661,7 @@ int compile_program(const sched_lib *lib, const sched_def *s, const compile_args
     int rc = preconditions(&e, s);
     if (rc == COMPILE_OK) {
         e.nvars = 0;
-        value sb = view(a->inplace ? SLOT_RECV : SLOT_SEND, a->count, 0, "sendbuf");
-        value rb = view(SLOT_RECV, a->count, 1, "recvbuf");
-        define_builtins(&e, a->count, sb, rb, 1);
+        define_top(&e, s, 1);
         enter(&e, s, NULL, NULL, 0);
         run(&e, s->body);
         if (e.pending) { /* trailing local work is a round of its own */

@@ -50,6 +50,7 @@ typedef struct sched_def sched_def;
 struct sched_def {
     const char *name;
     const char *collective; /* "allreduce", ...; NULL for a building block */
+    int ordered;            /* reduces in rank order 0..p-1, alike on every rank */
     loc at;
     node *params;           /* N_LET list: parameters with their defaults */
     node *requires;         /* expression list: preconditions */

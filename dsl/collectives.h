@@ -1,10 +1,28 @@
-/* The collectives a schedule can implement. */
+/* The collectives a schedule can implement, and the shape of their buffers. */
 #ifndef NBC_COLLECTIVES_H
 #define NBC_COLLECTIVES_H
 
-typedef enum { COLL_ALLREDUCE, COLL_COUNT_ } nbc_collective;
+#include <stdint.h>
+
+typedef enum {
+    COLL_ALLREDUCE,      /* recv[k] = ⊕_r send_r[k]                          send count, recv count */
+    COLL_REDUCE,         /* at root: recv[k] = ⊕_r send_r[k]                 send count, recv count at root, 0 elsewhere */
+    COLL_BCAST,          /* recv[k] = root's recv[k] (one buffer: recvbuf)   send 0, recv count */
+    COLL_BARRIER,        /* no data: schedules exchange 1-byte tokens in scratch */
+    COLL_REDUCE_SCATTER, /* block form: recv[k] = ⊕_r send_r[rank·count + k]  send p·count, recv count */
+    COLL_ALLGATHER,      /* recv[r·count + k] = send_r[k]                    send count, recv p·count */
+    COLL_COUNT_
+} nbc_collective;
 
 extern const char *const collective_names[COLL_COUNT_];
 int collective_from_name(const char *name); /* -1 when unknown */
+
+/* Element counts of sendbuf and recvbuf on `rank`, and where sendbuf lies inside recvbuf when
+ * the call is in place (MPI_IN_PLACE): for allgather it is the rank's own block; for
+ * reduce_scatter in place the input is the whole recvbuf, p·count long. */
+typedef struct {
+    int64_t send_len, recv_len, inplace_send_off;
+} coll_shape;
+coll_shape collective_shape(nbc_collective c, int64_t p, int64_t rank, int64_t root, int64_t count, int inplace);
 
 #endif

@@ -56,7 +56,7 @@ static node *mk(parse_ctx *ctx, node_kind k, parse_loc at, node *a, node *b, nod
 }
 
 %token KW_SCHEDULE "'schedule'" KW_IMPLEMENTS "'implements'" KW_REQUIRES "'requires'"
-%token KW_PARAM "'param'" KW_LET "'let'" KW_SCRATCH "'scratch'" KW_FOR "'for'" KW_IN "'in'"
+%token KW_ORDERED "'ordered'" KW_PARAM "'param'" KW_LET "'let'" KW_SCRATCH "'scratch'" KW_FOR "'for'" KW_IN "'in'"
 %token KW_WHILE "'while'" KW_NEXT "'next'" KW_IF "'if'" KW_ELSE "'else'" KW_ROUND "'round'"
 %token KW_SEND "'send'" KW_TO "'to'" KW_RECV "'recv'" KW_FROM "'from'" KW_COPY "'copy'"
 %token KW_REDUCE "'reduce'" KW_CALL "'call'"
@@ -69,6 +69,7 @@ static node *mk(parse_ctx *ctx, node_kind k, parse_loc at, node *a, node *b, nod
 %type <n> stmts stmt block if_stmt args arglist arg expr exprs exprlist params requires
 %type <s> schedule
 %type <str> implements
+%type <num> ordered
 
 %right '?' ':'
 %left T_OR
@@ -94,11 +95,11 @@ file
     ;
 
 schedule
-    : KW_SCHEDULE T_ID implements params requires '{' stmts '}' {
+    : KW_SCHEDULE T_ID implements ordered params requires '{' stmts '}' {
           $$ = ast_alloc(ctx->file, sizeof *$$);
           if (!$$) YYNOMEM;
-          $$->name = $2; $$->collective = $3; $$->at = L(@2);
-          $$->params = $4; $$->requires = $5; $$->body = $7;
+          $$->name = $2; $$->collective = $3; $$->at = L(@2); $$->ordered = (int)$4;
+          $$->params = $5; $$->requires = $6; $$->body = $8;
           $$->src = &ctx->file->src;
       }
     ;
@@ -106,6 +107,11 @@ schedule
 implements
     : %empty                 { $$ = NULL; }
     | KW_IMPLEMENTS T_ID     { $$ = $2; parse_check_collective(ctx, $2, @2); }
+    ;
+
+ordered
+    : %empty                 { $$ = 0; }
+    | KW_ORDERED             { $$ = 1; }
     ;
 
 params

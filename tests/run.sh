@@ -69,6 +69,9 @@ if true; then
     done
 fi
 
+# nbcc verify/simulate/draw, and the seeded faults they must catch
+[ -f tests/verify.sh ] && suite "verify" sh tests/verify.sh "$BINDIR"
+
 ASAN_OPTIONS=detect_leaks=0 suite "mpi_badargs" mpiexec -n 2 "$BUILD/tests/mpi_badargs"
 for p in $4; do
     ASAN_OPTIONS=detect_leaks=0 suite "mpi_allreduce p=$p" mpiexec -n "$p" "$BUILD/tests/mpi_allreduce"
