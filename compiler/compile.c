@@ -467,17 +467,33 @@ static void define_builtins(ev *e, int64_t count, value sendbuf, value recvbuf, 
 
 /* Parameters take the values given (by name, in `given`) or their defaults; then every
  * `requires` must hold. Returns the failed requirement, or NULL. */
-static const node *enter(ev *e, const sched_def *s, const node *const *names, const value *given, int ngiven)
+static const node *enter(ev *e, const sched_def *s, const char *const *names, const value *given, int ngiven)
 {
     for (const node *p = s->params; p; p = p->next) {
         int k = -1;
         for (int i = 0; i < ngiven; i++)
-            if (!strcmp(names[i]->name, p->name)) k = i;
+            if (!strcmp(names[i], p->name)) k = i;
         define(e, p->name, k >= 0 ? given[k] : eval(e, p->a), 0, e->nvars, p->at);
     }
     for (const node *r = s->requires; r; r = r->next)
         if (!eval_int(e, r)) return r;
     return NULL;
+}
+
+/* The top-level schedule takes its parameters from the call. */
+static const node *enter_top(ev *e, const sched_def *s)
+{
+    const compile_args *a = e->args;
+    const char *names[COMPILE_MAX_PARAMS];
+    value given[COMPILE_MAX_PARAMS];
+    for (int i = 0; i < a->nparams; i++) {
+        int known = 0;
+        for (const node *p = s->params; p; p = p->next) known |= !strcmp(p->name, a->params[i].name);
+        if (!known) fail(e, s->at, "'%s' has no parameter '%s'", s->name, a->params[i].name);
+        names[i] = a->params[i].name;
+        given[i] = vint(a->params[i].value);
+    }
+    return enter(e, s, names, given, a->nparams);
 }
 
 static void unmet(ev *e, const sched_def *s, const node *req)
@@ -526,14 +542,14 @@ static void call(ev *e, const node *n)
     size_t callee_frame = e->frame;
     e->frame = old_frame;
     value pv[64];
-    const node *pn[64];
+    const char *pn[64];
     int np = 0;
     for (const node *g = n->a; g && np < 64; g = g->next) {
         int builtin = 0;
         for (int i = 0; i < 4; i++) builtin |= !strcmp(g->name, bindable[i]);
         if (!builtin) {
             pv[np] = eval(e, g->a);
-            pn[np++] = g;
+            pn[np++] = g->name;
         }
     }
     e->frame = callee_frame;
@@ -603,7 +619,7 @@ static int preconditions(ev *e, const sched_def *s)
         diag_error(e->d, s->src, s->at, "'%s' does not keep rank order (it is not marked 'ordered'), so it needs a commutative op", s->name);
         return COMPILE_UNMET;
     }
-    const node *bad = enter(e, s, NULL, NULL, 0);
+    const node *bad = enter_top(e, s);
     if (bad) {
         unmet(e, s, bad);
         return COMPILE_UNMET;
@@ -662,7 +678,7 @@ int compile_program(const sched_lib *lib, const sched_def *s, const compile_args
     if (rc == COMPILE_OK) {
         e.nvars = 0;
         define_top(&e, s, 1);
-        enter(&e, s, NULL, NULL, 0);
+        enter_top(&e, s);
         run(&e, s->body);
         if (e.pending) { /* trailing local work is a round of its own */
             e.rounds = grow(&e, e.rounds, &e.rcap, e.nrounds + 2, sizeof *e.rounds);

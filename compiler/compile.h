@@ -8,6 +8,8 @@
 #include "library.h"
 #include "program.h"
 
+#define COMPILE_MAX_PARAMS 4
+
 typedef struct {
     int64_t p, rank, count;
     int64_t esize;       /* bytes per element (the datatype's extent) */
@@ -15,6 +17,11 @@ typedef struct {
     int commutative;     /* the op is commutative */
     int64_t root;
     uint64_t max_steps;  /* bound on loop iterations plus instructions; 0: the default */
+    int nparams;         /* values for the schedule's `param`s, overriding their defaults */
+    struct {
+        const char *name;
+        int64_t value;
+    } params[COMPILE_MAX_PARAMS];
 } compile_args;
 
 enum { COMPILE_OK = 0, COMPILE_ERROR, COMPILE_UNMET, COMPILE_NOMEM };

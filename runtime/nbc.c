@@ -125,30 +125,68 @@ static int check_op(MPI_Op op, MPI_Datatype dt, reduce_fn *kernel, int *commutat
 
 /* ---- collectives ---- */
 
-int nbc_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                   MPI_Comm comm, nbc_request *request)
+/* One call of any collective, as the public functions pass it on. */
+typedef struct {
+    nbc_collective coll;
+    const char *fn;          /* the public function, for messages */
+    const void *sendbuf;
+    void *recvbuf;
+    int count, root;
+    MPI_Datatype datatype;
+    MPI_Op op;
+    MPI_Comm comm;
+} call;
+
+static int reduces(nbc_collective c)
 {
-    if (!request) return nbc_fail(MPI_ERR_REQUEST, "nbc_iallreduce: request is NULL");
+    return c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_REDUCE_SCATTER;
+}
+
+/* Every argument is checked before anything is touched. */
+static int check_call(const call *c, int size, int rank, MPI_Aint *esize, reduce_fn *kernel, int *commutative)
+{
+    int rc;
+    *esize = 1;
+    *kernel = NULL;
+    *commutative = 1;
+    if (c->coll == COLL_BARRIER) return MPI_SUCCESS;
+    if (c->count < 0) return nbc_fail(MPI_ERR_COUNT, "%s: count %d is negative", c->fn, c->count);
+    if ((rc = check_datatype(c->datatype, esize))) return rc;
+    if (reduces(c->coll) && (rc = check_op(c->op, c->datatype, kernel, commutative))) return rc;
+    int rooted = c->coll == COLL_REDUCE || c->coll == COLL_BCAST;
+    if (rooted && (c->root < 0 || c->root >= size))
+        return nbc_fail(MPI_ERR_ROOT, "%s: root %d is outside 0..%d", c->fn, c->root, size - 1);
+    int inplace = c->sendbuf == MPI_IN_PLACE;
+    if (c->coll == COLL_REDUCE && inplace && rank != c->root)
+        return nbc_fail(MPI_ERR_BUFFER, "%s: MPI_IN_PLACE is for the root only", c->fn);
+    int needs_send = c->coll != COLL_BCAST && !inplace;
+    int needs_recv = c->coll != COLL_REDUCE || rank == c->root;
+    if (c->count > 0 && ((needs_send && !c->sendbuf) || (needs_recv && !c->recvbuf)))
+        return nbc_fail(MPI_ERR_BUFFER, "%s: %s is NULL", c->fn, needs_recv && !c->recvbuf ? "recvbuf" : "sendbuf");
+    return MPI_SUCCESS;
+}
+
+static int start(const call *c, nbc_request *request)
+{
+    if (!request) return nbc_fail(MPI_ERR_REQUEST, "%s: request is NULL", c->fn);
     *request = NBC_REQUEST_NULL;
     int rc = nbc_init();
-    if (rc != MPI_SUCCESS) return rc;
-    MPI_Aint esize = 0;
-    reduce_fn kernel = NULL;
-    int commutative = 0;
-    int inplace = sendbuf == MPI_IN_PLACE;
-    if ((rc = check_comm(comm)) || (rc = check_datatype(datatype, &esize)) ||
-        (rc = check_op(op, datatype, &kernel, &commutative)))
-        return rc;
-    if (count < 0) return nbc_fail(MPI_ERR_COUNT, "nbc_iallreduce: count %d is negative", count);
-    if (count > 0 && (!recvbuf || !sendbuf))
-        return nbc_fail(MPI_ERR_BUFFER, "nbc_iallreduce: %s is NULL", recvbuf ? "sendbuf" : "recvbuf");
+    if (rc != MPI_SUCCESS || (rc = check_comm(c->comm))) return rc;
+    int size, rank;
+    MPI_Comm_size(c->comm, &size);
+    MPI_Comm_rank(c->comm, &rank);
+    MPI_Aint esize;
+    reduce_fn kernel;
+    int commutative;
+    if ((rc = check_call(c, size, rank, &esize, &kernel, &commutative))) return rc;
 
     comm_state *cs;
-    if ((rc = comm_state_of(comm, &cs))) return rc;
-    compile_args args = {.p = cs->size, .rank = cs->rank, .count = count, .esize = esize,
-                         .inplace = inplace, .commutative = commutative};
+    if ((rc = comm_state_of(c->comm, &cs))) return rc;
+    int inplace = c->sendbuf == MPI_IN_PLACE;
+    compile_args args = {.p = size, .rank = rank, .count = c->coll == COLL_BARRIER ? 0 : c->count,
+                         .esize = esize, .inplace = inplace, .commutative = commutative, .root = c->root};
     cache_entry *entry;
-    if ((rc = select_program(COLL_ALLREDUCE, &args, &entry))) return rc;
+    if ((rc = select_program(c->coll, &args, &entry))) return rc;
     const nbc_program *prog = cache_entry_program(entry);
 
     struct nbc_req *r = req_get(prog->scratch, (int)prog->max_round_comms);
@@ -157,14 +195,58 @@ int nbc_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
         return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
     }
     r->entry = entry;
-    r->st = (interp_state){.prog = prog, .comm = cs->dup, .tag = comm_next_tag(cs), .datatype = datatype,
-                           .op = op, .kernel = kernel, .reqs = r->reqs};
-    r->st.base[SLOT_SEND] = (char *)(inplace ? recvbuf : (void *)(uintptr_t)sendbuf);
-    r->st.base[SLOT_RECV] = recvbuf;
+    r->st = (interp_state){.prog = prog, .comm = cs->dup, .tag = comm_next_tag(cs),
+                           .datatype = c->coll == COLL_BARRIER ? MPI_BYTE : c->datatype,
+                           .op = c->op, .kernel = kernel, .reqs = r->reqs};
+    r->st.base[SLOT_SEND] = (char *)(inplace ? c->recvbuf : (void *)(uintptr_t)c->sendbuf);
+    r->st.base[SLOT_RECV] = c->recvbuf;
     r->st.base[SLOT_SCRATCH] = r->scratch;
     req_start(r);
     *request = r;
     return MPI_SUCCESS;
+}
+
+int nbc_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                   MPI_Comm comm, nbc_request *request)
+{
+    call c = {COLL_ALLREDUCE, "nbc_iallreduce", sendbuf, recvbuf, count, 0, datatype, op, comm};
+    return start(&c, request);
+}
+
+int nbc_ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+                MPI_Comm comm, nbc_request *request)
+{
+    call c = {COLL_REDUCE, "nbc_ireduce", sendbuf, recvbuf, count, root, datatype, op, comm};
+    return start(&c, request);
+}
+
+int nbc_ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, nbc_request *request)
+{
+    call c = {COLL_BCAST, "nbc_ibcast", NULL, buffer, count, root, datatype, MPI_OP_NULL, comm};
+    return start(&c, request);
+}
+
+int nbc_ibarrier(MPI_Comm comm, nbc_request *request)
+{
+    call c = {COLL_BARRIER, "nbc_ibarrier", NULL, NULL, 0, 0, MPI_BYTE, MPI_OP_NULL, comm};
+    return start(&c, request);
+}
+
+int nbc_ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
+                              MPI_Op op, MPI_Comm comm, nbc_request *request)
+{
+    call c = {COLL_REDUCE_SCATTER, "nbc_ireduce_scatter_block", sendbuf, recvbuf, recvcount, 0, datatype, op, comm};
+    return start(&c, request);
+}
+
+int nbc_iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                   MPI_Datatype recvtype, MPI_Comm comm, nbc_request *request)
+{
+    if (sendbuf != MPI_IN_PLACE && (sendcount != recvcount || sendtype != recvtype))
+        return nbc_fail(sendcount != recvcount ? MPI_ERR_COUNT : MPI_ERR_TYPE,
+                        "nbc_iallgather: send and receive counts and types must be equal");
+    call c = {COLL_ALLGATHER, "nbc_iallgather", sendbuf, recvbuf, recvcount, 0, recvtype, MPI_OP_NULL, comm};
+    return start(&c, request);
 }
 
 /* ---- progress ---- */

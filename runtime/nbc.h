@@ -26,6 +26,30 @@ int nbc_finalize(void);
 int nbc_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                    MPI_Op op, MPI_Comm comm, nbc_request *request);
 
+/* Like MPI_Ireduce: the result lands in recvbuf at root (recvbuf is ignored elsewhere);
+ * MPI_IN_PLACE as sendbuf at the root only. */
+int nbc_ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                int root, MPI_Comm comm, nbc_request *request);
+
+/* Like MPI_Ibcast. */
+int nbc_ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
+               nbc_request *request);
+
+/* Like MPI_Ibarrier. */
+int nbc_ibarrier(MPI_Comm comm, nbc_request *request);
+
+/* Like MPI_Ireduce_scatter_block: rank r gets block r (recvcount elements) of the reduction
+ * of every rank's sendbuf (p·recvcount elements). With MPI_IN_PLACE the input is recvbuf, which
+ * must then hold p·recvcount elements; the result is its first block. */
+int nbc_ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                              nbc_request *request);
+
+/* Like MPI_Iallgather, with one restriction: sendcount and sendtype must equal recvcount and
+ * recvtype (unless sendbuf is MPI_IN_PLACE, which takes rank r's block from recvbuf). */
+int nbc_iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, nbc_request *request);
+
 /* Advance every active request as far as it can go without blocking. Returns the number of
  * requests that completed in this call (>= 0) or, should MPI fail, an MPI error code < 0. */
 int nbc_progress(void);
@@ -42,9 +66,13 @@ int nbc_waitall(int count, nbc_request requests[]);
  * nbc_init. A loaded schedule with the name of an existing one replaces it. */
 int nbc_load_schedules(const char *path);
 
-/* Force the schedule for a collective ("allreduce"), by name; NULL or "" restores automatic
- * selection. The environment variable NBC_ALLREDUCE does the same at nbc_init. A forced
- * schedule whose preconditions fail makes the collective return MPI_ERR_ARG. */
+/* Force the schedule for a collective ("allreduce", "reduce", "bcast", "barrier",
+ * "reduce_scatter", "allgather") by name, optionally with parameters:
+ * "segmented_ring:segsize=65536". A name may leave out its collective's prefix ("ring" for
+ * "allreduce_ring"). NULL or "" restores automatic selection. The environment variables
+ * NBC_ALLREDUCE, NBC_REDUCE, NBC_BCAST, NBC_BARRIER, NBC_REDUCE_SCATTER and NBC_ALLGATHER do
+ * the same at nbc_init. A forced schedule whose preconditions fail makes the collective return
+ * MPI_ERR_ARG, with the failed condition in nbc_error_message. */
 int nbc_set_schedule(const char *collective, const char *name);
 
 /* The message of the last error the library reported (empty when none). */

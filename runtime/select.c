@@ -20,7 +20,14 @@ extern const size_t nbc_builtin_count;
 
 static sched_lib *lib;
 static cache *programs;
-static const sched_def *forced[COLL_COUNT_];
+/* A forced schedule and the parameter values given with it. */
+typedef struct {
+    const sched_def *s;
+    int nparams;
+    char names[COMPILE_MAX_PARAMS][32];
+    int64_t values[COMPILE_MAX_PARAMS];
+} forcing;
+static forcing forced[COLL_COUNT_];
 static uint64_t generation; /* bumped whenever the library changes */
 
 sched_lib *select_library(void) { return lib; }
@@ -45,6 +52,7 @@ static int report(int code, diag *d, const char *what)
 int select_init(void)
 {
     diag d;
+    int rc;
     diag_init(&d);
     lib = lib_create();
     programs = cache_create(env_size("NBC_CACHE_ENTRIES", 1024), env_size("NBC_CACHE_BYTES", 64u << 20));
@@ -58,15 +66,23 @@ int select_init(void)
     if (path && *path) {
         char *copy = strdup(path);
         if (!copy) return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
-        int rc = 0;
+        rc = 0;
         for (char *save, *dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save))
             if (lib_add_path(lib, dir, &d) != 0) rc = -1;
         free(copy);
         if (rc) return report(MPI_ERR_ARG, &d, "NBC_SCHEDULE_PATH: ");
     }
     diag_free(&d);
-    const char *f = getenv("NBC_ALLREDUCE");
-    if (f && *f) return select_force(COLL_ALLREDUCE, f);
+    for (int c = 0; c < COLL_COUNT_; c++) {
+        char var[64] = "NBC_";
+        for (const char *n = collective_names[c]; *n; n++) {
+            size_t l = strlen(var);
+            var[l] = (char)(*n >= 'a' && *n <= 'z' ? *n - 32 : *n);
+            var[l + 1] = '\0';
+        }
+        const char *f = getenv(var);
+        if (f && *f && (rc = select_force((nbc_collective)c, f)) != MPI_SUCCESS) return rc;
+    }
     return MPI_SUCCESS;
 }
 
@@ -96,7 +112,7 @@ int nbc_load_schedules(const char *path)
     diag_free(&d);
     /* forced schedules are looked up again: a replaced one must not dangle */
     for (int c = 0; c < COLL_COUNT_; c++)
-        if (forced[c]) forced[c] = lib_find(lib, forced[c]->name);
+        if (forced[c].s) forced[c].s = lib_find(lib, forced[c].s->name);
     generation++;
     cache_clear(programs);
     return MPI_SUCCESS;
@@ -107,24 +123,48 @@ static const sched_def *find(nbc_collective coll, const char *name)
 {
     const sched_def *s = lib_find(lib, name);
     if (!s) {
-        char full[256];
+        char full[300];
         snprintf(full, sizeof full, "%s_%s", collective_names[coll], name);
         s = lib_find(lib, full);
     }
     return s;
 }
 
-int select_force(nbc_collective coll, const char *name)
+/* "name" or "name:param=value,param=value" */
+int select_force(nbc_collective coll, const char *spec)
 {
-    if (!name || !*name) {
-        forced[coll] = NULL;
+    if (!spec || !*spec) {
+        memset(&forced[coll], 0, sizeof forced[coll]);
         return MPI_SUCCESS;
     }
+    char name[256];
+    const char *colon = strchr(spec, ':');
+    size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
+    if (len >= sizeof name) return nbc_fail(MPI_ERR_ARG, "schedule name too long");
+    memcpy(name, spec, len);
+    name[len] = '\0';
     const sched_def *s = find(coll, name);
     if (!s) return nbc_fail(MPI_ERR_ARG, "no schedule named '%s'", name);
     if (!s->collective || strcmp(s->collective, collective_names[coll]) != 0)
         return nbc_fail(MPI_ERR_ARG, "schedule '%s' does not implement %s", name, collective_names[coll]);
-    forced[coll] = s;
+    forcing f = {.s = s};
+    for (const char *p = colon; p && *p; p = strchr(p, ',')) {
+        p++;
+        const char *eq = strchr(p, '=');
+        size_t nl = eq ? (size_t)(eq - p) : 0;
+        char *end;
+        long long v = eq ? strtoll(eq + 1, &end, 0) : 0;
+        if (!eq || nl == 0 || nl >= sizeof f.names[0] || end == eq + 1 || (*end && *end != ','))
+            return nbc_fail(MPI_ERR_ARG, "'%s': parameters are written name=value,name=value", spec);
+        if (f.nparams == COMPILE_MAX_PARAMS) return nbc_fail(MPI_ERR_ARG, "'%s': too many parameters", spec);
+        memcpy(f.names[f.nparams], p, nl);
+        f.names[f.nparams][nl] = '\0';
+        int known = 0;
+        for (const node *q = s->params; q; q = q->next) known |= !strcmp(q->name, f.names[f.nparams]);
+        if (!known) return nbc_fail(MPI_ERR_ARG, "schedule '%s' has no parameter '%s'", s->name, f.names[f.nparams]);
+        f.values[f.nparams++] = v;
+    }
+    forced[coll] = f;
     return MPI_SUCCESS;
 }
 
@@ -137,29 +177,45 @@ int nbc_set_schedule(const char *collective, const char *name)
     return select_force((nbc_collective)c, name);
 }
 
-/* The default order for allreduce until the selection table exists: recursive doubling for
- * short messages and order-sensitive ops, the ring for long ones. Preconditions decide in the
- * end: the first eligible schedule is taken. */
+/* The default order of candidates, until the selection table exists; the first whose
+ * preconditions hold is taken. Allreduce: recursive doubling for short messages and
+ * order-sensitive ops, Rabenseifner (or the ring) for long ones. */
 static const sched_def *choose(nbc_collective coll, const compile_args *a, diag *d)
 {
-    (void)coll;
-    static const char *const short_first[] = {"allreduce_recursive_doubling", "allreduce_ring"};
-    static const char *const long_first[] = {"allreduce_ring", "allreduce_recursive_doubling"};
-    int is_long = a->commutative && a->count * a->esize >= 16384;
-    const char *const *order = is_long ? long_first : short_first;
-    for (int i = 0; i < 2; i++) {
-        const sched_def *s = lib_find(lib, order[i]);
+    static const char *const order[COLL_COUNT_][6] = {
+        [COLL_ALLREDUCE] = {"allreduce_recursive_doubling", "allreduce_rabenseifner", "allreduce_ring"},
+        [COLL_REDUCE] = {"reduce_binomial", "reduce_linear"},
+        [COLL_BCAST] = {"bcast_binomial", "bcast_linear"},
+        [COLL_BARRIER] = {"barrier_dissemination", "barrier_all_to_one"},
+        [COLL_REDUCE_SCATTER] = {"reduce_scatter_halving", "reduce_scatter_pairwise"},
+        [COLL_ALLGATHER] = {"allgather_recursive_doubling", "allgather_ring"},
+    };
+    static const char *const long_allreduce[] = {"allreduce_rabenseifner", "allreduce_ring", "allreduce_recursive_doubling"};
+    const char *const *names = order[coll];
+    if (coll == COLL_ALLREDUCE && a->commutative && a->count * a->esize >= 16384) names = long_allreduce;
+    for (int i = 0; i < 6 && names[i]; i++) {
+        const sched_def *s = lib_find(lib, names[i]);
         if (s && compile_check(lib, s, a, d) == COMPILE_OK) return s;
+        diag_clear(d);
     }
     return NULL;
 }
 
-int select_program(nbc_collective coll, const compile_args *a, cache_entry **out)
+int select_program(nbc_collective coll, const compile_args *call, cache_entry **out)
 {
-    const sched_def *s = forced[coll];
+    const forcing *f = &forced[coll];
+    const sched_def *s = f->s;
+    compile_args with_params = *call;
+    const compile_args *a = &with_params;
+    for (int i = 0; i < f->nparams; i++) {
+        with_params.params[i].name = f->names[i];
+        with_params.params[i].value = f->values[i];
+    }
+    with_params.nparams = f->nparams;
     cache_key key = {.schedule = s ? lib_identity(lib, s) : XXH3_64bits_withSeed("auto", 4, generation * 64 + coll),
                      .p = a->p, .rank = a->rank, .count = a->count, .esize = a->esize,
-                     .flags = (a->inplace ? 1 : 0) | (a->commutative ? 2 : 0), .root = a->root};
+                     .flags = (a->inplace ? 1 : 0) | (a->commutative ? 2 : 0), .root = a->root,
+                     .param = f->nparams ? (int64_t)XXH3_64bits(f, sizeof *f) : 0};
     *out = cache_acquire(programs, &key);
     if (*out) return MPI_SUCCESS;
 
