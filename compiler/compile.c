@@ -222,6 +222,16 @@ static value func(ev *e, const node *n)
         int64_t lo = i * base + (i < rem ? i : rem);
         return (value){.k = V_RANGE, .a = lo, .b = lo + base + (i < rem)};
     }
+    if (!strcmp(f, "chunk")) { /* piece j of `size` elements of range r, clipped to r */
+        want_args(e, n, 3);
+        value r = eval(e, a);
+        if (r.k != V_RANGE) fail(e, a->at, "chunk() takes a range first, not %s", vkind_name[r.k]);
+        int64_t size = eval_int(e, a->next), j = eval_int(e, a->next->next);
+        if (size < 1 || j < 0) fail(e, n->at, "chunk(r, size, j) needs size >= 1 and j >= 0, not %lld and %lld", (long long)size, (long long)j);
+        int64_t lo = j > (r.b - r.a) / size ? r.b : r.a + j * size;
+        int64_t hi = lo + size < r.b ? lo + size : r.b;
+        return (value){.k = V_RANGE, .a = lo < r.b ? lo : r.b, .b = hi};
+    }
     if (!strcmp(f, "range")) {
         want_args(e, n, 2);
         int64_t lo = eval_int(e, a), hi = eval_int(e, a->next);

@@ -107,6 +107,7 @@ schedule
 implements
     : %empty                 { $$ = NULL; }
     | KW_IMPLEMENTS T_ID     { $$ = $2; parse_check_collective(ctx, $2, @2); }
+    | KW_IMPLEMENTS KW_REDUCE { $$ = "reduce"; }  /* a keyword, and a collective's name */
     ;
 
 ordered
