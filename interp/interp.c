@@ -64,11 +64,13 @@ int interp_step(interp_state *st)
         }
         if (st->nreqs > 0) {
             int done = 0;
-/* gcc 12 mistakes MPI_STATUSES_IGNORE, a sentinel pointer, for an array of size 0 */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wstringop-overflow"
-            int rc = MPI_Testall(st->nreqs, st->reqs, &done, MPI_STATUSES_IGNORE);
-#pragma GCC diagnostic pop
+            int rc = MPI_Testall(st->nreqs, st->reqs, &done, st->statuses);
+            if (rc == MPI_ERR_IN_STATUS) /* the message's own error says more */
+                for (int i = 0; i < st->nreqs; i++)
+                    if (st->statuses[i].MPI_ERROR != MPI_SUCCESS && st->statuses[i].MPI_ERROR != MPI_ERR_PENDING) {
+                        rc = st->statuses[i].MPI_ERROR;
+                        break;
+                    }
             if (rc != MPI_SUCCESS) {
                 abandon(st, rc);
                 break;

@@ -17,6 +17,7 @@ typedef struct {
     MPI_Op op;
     reduce_fn kernel;         /* NULL: MPI_Reduce_local */
     MPI_Request *reqs;        /* room for prog->max_round_comms */
+    MPI_Status *statuses;     /* as many: where a failed message tells why */
     int nreqs;
     uint32_t round;
     int posted;               /* the current round's instructions have been issued */

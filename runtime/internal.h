@@ -37,6 +37,7 @@ struct nbc_req {
     char *scratch;
     size_t scratch_cap;
     MPI_Request *reqs;
+    MPI_Status *statuses;
     int reqs_cap;
     int done;
     struct nbc_req *prev, *next; /* in the active list, or the free pool */

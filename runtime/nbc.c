@@ -197,7 +197,8 @@ static int start(const call *c, nbc_request *request)
     r->entry = entry;
     r->st = (interp_state){.prog = prog, .comm = cs->dup, .tag = comm_next_tag(cs),
                            .datatype = c->coll == COLL_BARRIER ? MPI_BYTE : c->datatype,
-                           .op = c->op, .kernel = kernel, .reqs = r->reqs};
+                           .op = c->op, .kernel = kernel, .reqs = r->reqs,
+                           .statuses = r->statuses};
     r->st.base[SLOT_SEND] = (char *)(inplace ? c->recvbuf : (void *)(uintptr_t)c->sendbuf);
     r->st.base[SLOT_RECV] = c->recvbuf;
     r->st.base[SLOT_SCRATCH] = r->scratch;

@@ -30,6 +30,7 @@ static void destroy(struct nbc_req *r)
 {
     free(r->scratch);
     free(r->reqs);
+    free(r->statuses);
     free(r);
 }
 
@@ -50,8 +51,10 @@ struct nbc_req *req_get(size_t scratch, int nreqs)
     }
     if (nreqs > r->reqs_cap) {
         MPI_Request *q = realloc(r->reqs, (size_t)nreqs * sizeof *q);
-        if (!q) goto oom;
-        r->reqs = q;
+        if (q) r->reqs = q;
+        MPI_Status *s = q ? realloc(r->statuses, (size_t)nreqs * sizeof *s) : NULL;
+        if (!s) goto oom;
+        r->statuses = s;
         r->reqs_cap = nreqs;
     }
     r->done = 0;

@@ -3,7 +3,7 @@
 # "ok NAME" or "FAIL NAME: why" per check; this script adds its own checks of nbcc.
 # The suite runs on the normal build, then, when SANITIZE_BUILD names a build made with
 # AddressSanitizer and UBSan, again there (names tagged [asan], fewer process counts).
-# Environment: BUILD and BINDIR (where `make` put things), SANITIZE_BUILD, MPI_PROCS.
+# Environment: BUILD and BINDIR (where `make` put things), SANITIZE_BUILD.
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 passed=0
@@ -34,7 +34,7 @@ suite() { # NAME COMMAND...: run a program that prints ok/FAIL lines
     fi
 }
 
-run_all() { # BUILD BINDIR TAG MPI_PROCS
+run_all() { # BUILD BINDIR TAG ALLREDUCE_PROCS COLLECTIVE_PROCS
 BUILD=$1
 BINDIR=$2
 TAG=${3:+$3 }
@@ -79,6 +79,9 @@ done
 for p in 1 2 3 5; do
     ASAN_OPTIONS=detect_leaks=0 suite "mpi_runtime p=$p" mpiexec -n "$p" "$BUILD/tests/mpi_runtime"
 done
+for p in $5; do
+    ASAN_OPTIONS=detect_leaks=0 suite "mpi_collectives p=$p" mpiexec -n "$p" "$BUILD/tests/mpi_collectives"
+done
 # the README's tutorial, as written there
 NBC_SCHEDULE_PATH=examples NBC_ALLREDUCE=star ASAN_OPTIONS=detect_leaks=0 timeout 300 \
     mpiexec -n 4 "$BINDIR/overlap" > "$tmp/out" 2>&1
@@ -86,12 +89,12 @@ grep -q "^summary: 4 ranks.* all verified OK" "$tmp/out"
 check "README tutorial: overlap with the star schedule from NBC_SCHEDULE_PATH" $? "$(tail -n 5 "$tmp/out")"
 }
 
-run_all "${BUILD:-build}" "${BINDIR:-bin}" "" "${MPI_PROCS:-1 2 3 4 5 6 7 8 9}"
+run_all "${BUILD:-build}" "${BINDIR:-bin}" "" "1 2 3 4 5 6 7 8 9" "$(seq 1 17) 24 32 33"
 if [ -n "$SANITIZE_BUILD" ]; then
     # MPICH's own allocations outlive MPI_Finalize: leak checks only where MPI is absent
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     export ASAN_OPTIONS=detect_leaks=1
-    run_all "$SANITIZE_BUILD" "$SANITIZE_BUILD/bin" "[asan]" "1 2 3 4 5 8"
+    run_all "$SANITIZE_BUILD" "$SANITIZE_BUILD/bin" "[asan]" "1 2 3 4 5 8" "1 2 3 5 8 13"
 fi
 
 echo "$passed passed, $failed failed"

@@ -1,14 +1,23 @@
 /* nbcc: the schedule compiler on the command line. Checks schedules, dumps their compiled
- * programs for review, lists what the library knows. Runs without MPI. */
+ * programs for review, lists what the library knows, verifies schedules against a simulated
+ * network, predicts their time under a cost model and draws them. Runs without MPI. */
+#include <ctype.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
+#include "../compiler/compare.h"
 #include "../compiler/compile.h"
 #include "../compiler/disasm.h"
+#include "../compiler/draw.h"
 #include "../compiler/library.h"
+#include "../compiler/simulate.h"
+#include "../compiler/verify.h"
+#include "../dsl/collectives.h"
 
 extern const struct builtin_schedule {
     const char *name, *text;
@@ -21,6 +30,20 @@ static const struct { const char *name; int size; } types[] = {
     {"int64", 8}, {"long", 8}, {"double", 8}, {"long_double", 16},
 };
 
+static int type_by_name(const char *name, int *esize, const char **tname)
+{
+    for (size_t k = 0; k < sizeof types / sizeof *types; k++)
+        if (!strcmp(types[k].name, name)) {
+            *esize = types[k].size;
+            *tname = types[k].name;
+            return 0;
+        }
+    fprintf(stderr, "nbcc: unknown type '%s' (known:", name);
+    for (size_t k = 0; k < sizeof types / sizeof *types; k++) fprintf(stderr, " %s", types[k].name);
+    fprintf(stderr, ")\n");
+    return -1;
+}
+
 static const char *const usage_main =
     "usage: nbcc COMMAND [ARGS]\n"
     "\n"
@@ -28,6 +51,11 @@ static const char *const usage_main =
     "  check FILE...     parse schedule files and compile them for p = 1..8; report mistakes\n"
     "  dump SCHEDULE     print the compiled program of a schedule (a name or a file)\n"
     "  list [FILE...]    list the schedules known (built-in, plus the files given)\n"
+    "  verify SCHEDULE   run every rank's program together on a simulated network and check\n"
+    "                    messages, deadlock, bounds, races and the result\n"
+    "  simulate SCHEDULE predict the time under an alpha-beta-gamma or LogGP cost model;\n"
+    "                    --compare ranks every eligible schedule over a grid of p and sizes\n"
+    "  draw SCHEDULE     write a space-time diagram (SVG, dot) or the bytes moved per step\n"
     "\n"
     "nbcc COMMAND --help tells more about each.\n";
 
@@ -40,7 +68,7 @@ static const char *const usage_check =
 
 static const char *const usage_dump =
     "usage: nbcc dump NAME|FILE --p P [--rank R] [--count N] [--type T] [--inplace]\n"
-    "                 [--noncommutative] [--schedule NAME]\n"
+    "                 [--noncommutative] [--root R] [--schedule NAME]\n"
     "\n"
     "Compiles a schedule (a built-in name, or the first schedule implementing a collective in\n"
     "FILE, or --schedule NAME from it) for P processes and prints the program of rank R, or of\n"
@@ -50,7 +78,8 @@ static const char *const usage_dump =
     "  --type T           int8 char int16 short int int32 float int64 long double long_double\n"
     "                     (default int)\n"
     "  --inplace          sendbuf is MPI_IN_PLACE\n"
-    "  --noncommutative   the op is not commutative\n";
+    "  --noncommutative   the op is not commutative\n"
+    "  --root R           the root of a rooted collective (default 0)\n";
 
 static const char *const usage_list =
     "usage: nbcc list [FILE...]\n"
@@ -178,6 +207,30 @@ static long long number(const char *opt, const char *v)
     return x;
 }
 
+/* The schedules NAME|FILE stands for: a known name, or the schedules of a file that implement
+ * a collective; --schedule NAME picks one by name. Returns how many were found (at most max),
+ * or -1 when the file does not load. */
+static int find_schedules(sched_lib *lib, const char *what, const char *sname, const sched_def **out, int max)
+{
+    struct stat st;
+    int n = 0;
+    if (stat(what, &st) == 0) {
+        if (load(lib, what) != 0) return -1;
+        size_t at = 0;
+        for (const sched_def *t; n < max && (t = next_from(lib, what, &at));)
+            if (sname ? !strcmp(t->name, sname) : t->collective != NULL) out[n++] = t;
+    } else {
+        const sched_def *t = lib_find(lib, sname ? sname : what);
+        if (t) out[n++] = t;
+    }
+    return n;
+}
+
+static void complain_missing(const char *cmd, const char *what, const char *sname)
+{
+    fprintf(stderr, "nbcc %s: no schedule '%s'%s (nbcc list shows them)\n", cmd, sname ? sname : what, sname ? " in that file" : "");
+}
+
 static int cmd_dump(int argc, char **argv)
 {
     if (wants_help(argc, argv)) {
@@ -188,9 +241,10 @@ static int cmd_dump(int argc, char **argv)
         {"p", required_argument, 0, 'p'},           {"rank", required_argument, 0, 'r'},
         {"count", required_argument, 0, 'c'},       {"type", required_argument, 0, 't'},
         {"inplace", no_argument, 0, 'i'},           {"noncommutative", no_argument, 0, 'n'},
-        {"schedule", required_argument, 0, 's'},    {0, 0, 0, 0},
+        {"schedule", required_argument, 0, 's'},    {"root", required_argument, 0, 'R'},
+        {0, 0, 0, 0},
     };
-    long long p = 0, rank = -1, count = 8;
+    long long p = 0, rank = -1, count = 8, root = -1;
     int esize = 4, inplace = 0, commutative = 1;
     const char *tname = "int", *sname = NULL;
     optind = 1;
@@ -202,48 +256,27 @@ static int cmd_dump(int argc, char **argv)
         case 'i': inplace = 1; break;
         case 'n': commutative = 0; break;
         case 's': sname = optarg; break;
-        case 't': {
-            size_t k = 0;
-            while (k < sizeof types / sizeof *types && strcmp(types[k].name, optarg)) k++;
-            if (k == sizeof types / sizeof *types) {
-                fprintf(stderr, "nbcc: unknown type '%s' (see nbcc dump --help)\n", optarg);
-                return 2;
-            }
-            esize = types[k].size;
-            tname = types[k].name;
+        case 'R': root = number("--root", optarg); break;
+        case 't':
+            if (type_by_name(optarg, &esize, &tname)) return 2;
             break;
-        }
         default: fputs(usage_dump, stderr); return 2;
         }
     }
-    if (optind != argc - 1 || p < 1 || rank >= p || count < 0) {
+    if (optind != argc - 1 || p < 1 || rank >= p || count < 0 || root >= p) {
         fprintf(stderr, "nbcc dump: %s\n", optind != argc - 1 ? "name one schedule or file"
                                            : p < 1 ? "--p P (P >= 1) is required"
-                                           : rank >= p ? "--rank must be below --p" : "--count must be >= 0");
+                                           : rank >= p ? "--rank must be below --p"
+                                           : root >= p ? "--root must be below --p" : "--count must be >= 0");
         fputs(usage_dump, stderr);
         return 2;
     }
     const char *what = argv[optind];
     sched_lib *lib = load_builtins();
     const sched_def *s = NULL;
-    struct stat st;
-    if (stat(what, &st) == 0) {
-        if (load(lib, what) != 0) {
-            lib_destroy(lib);
-            return 1;
-        }
-        size_t at = 0;
-        for (const sched_def *t; (t = next_from(lib, what, &at));)
-            if (sname ? !strcmp(t->name, sname) : t->collective != NULL) {
-                s = t;
-                break;
-            }
-    } else {
-        s = lib_find(lib, sname ? sname : what);
-    }
-    if (!s) {
-        fprintf(stderr, "nbcc dump: no schedule '%s'%s (nbcc list shows them)\n", sname ? sname : what,
-                sname ? " in that file" : "");
+    int found = find_schedules(lib, what, sname, &s, 1);
+    if (found <= 0) {
+        if (found == 0) complain_missing("dump", what, sname);
         lib_destroy(lib);
         return 1;
     }
@@ -251,16 +284,19 @@ static int cmd_dump(int argc, char **argv)
     diag d;
     diag_init(&d);
     for (long long r = rank < 0 ? 0 : rank; r < (rank < 0 ? p : rank + 1) && !rc; r++) {
-        compile_args a = {.p = p, .rank = r, .count = count, .esize = esize, .inplace = inplace, .commutative = commutative};
+        compile_args a = {.p = p, .rank = r, .count = count, .esize = esize, .inplace = inplace, .commutative = commutative,
+                          .root = root < 0 ? 0 : root};
         nbc_program *prog;
         if (compile_program(lib, s, &a, &prog, &d) != COMPILE_OK) {
             fprintf(stderr, "%s", d.text ? d.text : "");
             rc = 1;
             break;
         }
-        printf("%sschedule %s (%s) p=%lld rank=%lld count=%lld type=%s%s%s\n", r > (rank < 0 ? 0 : rank) ? "\n" : "",
+        char rooted[32] = "";
+        if (root >= 0) snprintf(rooted, sizeof rooted, " root=%lld", root);
+        printf("%sschedule %s (%s) p=%lld rank=%lld count=%lld type=%s%s%s%s\n", r > (rank < 0 ? 0 : rank) ? "\n" : "",
                s->name, s->src->name, p, r, count, tname, inplace ? " inplace" : "",
-               commutative ? "" : " noncommutative");
+               commutative ? "" : " noncommutative", rooted);
         prog_disasm(prog, stdout);
         free(prog);
     }

@@ -1,0 +1,25 @@
+/* Checks of one rank's program on its own, before any message moves: that it is well formed,
+ * that no instruction touches bytes outside its buffers, and that no round races with itself.
+ *
+ * The race rule follows the round semantics: a round's instructions run in order, COPY and
+ * REDUCE at once, SEND and RECV posted and in flight until the round ends. So an instruction
+ * conflicts with an EARLIER SEND or RECV of its round when one writes bytes the other reads or
+ * writes (a SEND reads its bytes, a RECV writes them at an unknown time). A COPY or REDUCE
+ * before a SEND or RECV has finished when it is posted: the ring reduces a block and sends it
+ * on in one round, and reads `incoming` before receiving the next block into it. */
+#ifndef NBC_PROGCHECK_H
+#define NBC_PROGCHECK_H
+
+#include <stdint.h>
+#include "program.h"
+
+typedef struct {
+    uint32_t pc, other;  /* the offending instruction, and the one it conflicts with (or UINT32_MAX) */
+    char msg[320];
+} prog_fault;
+
+/* slot_bytes: the size of each slot for this rank. Returns 0, or 1 with *f filled in, or -1
+ * when out of memory. */
+int prog_check(const nbc_program *prog, int64_t p, const uint64_t slot_bytes[SLOT_COUNT_], prog_fault *f);
+
+#endif

@@ -1,0 +1,728 @@
+/* The verifier's run: all ranks' programs advance round by round from a worklist; every SEND
+ * and RECV is posted into the channel of its pair of ranks (chan.h) and matched there in
+ * posting order. A send carries a snapshot of its bytes (symbolic pieces), taken when it is
+ * posted: the race check guarantees nothing writes them while it is in flight. A round ends
+ * when all its messages are matched (as with MPI, a send may need its receive to complete), and
+ * a rank that ends its last round has its result checked and its memory freed. */
+#include "verify.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../dsl/collectives.h"
+#include "chan.h"
+#include "compile.h"
+#include "disasm.h"
+#include "progcheck.h"
+#include "symbuf.h"
+
+enum { SIDE_SEND, SIDE_RECV };
+
+typedef struct {
+    nbc_program *prog;
+    sym_buf buf[SLOT_COUNT_];
+    uint32_t round;      /* the round being run (or next to run when not issued) */
+    uint32_t pending;    /* its messages of that round not yet matched */
+    uint8_t issued, done, queued;
+} vrank;
+
+typedef struct {         /* a posted, unmatched operation waiting in a channel */
+    uint32_t rank, round, pc;
+    uint64_t len;        /* bytes */
+    sym_piece *data;     /* a send's contents */
+    size_t n;
+} vpost;
+
+typedef struct {
+    const sched_def *s;
+    const verify_args *a;
+    diag *d;
+    nbc_collective coll;
+    int check_order;     /* ordered schedule, non-commutative op: ranges must meet left to right */
+    int check_tree;      /* ordered allreduce: the same expression tree on every rank */
+    int64_t p;
+    vrank *rk;
+    chan_table *ch;
+    uint32_t *work;      /* FIFO of ranks ready to advance */
+    size_t whead, wcount;
+    int failed;
+    uint64_t total;      /* Σ key(r) over all ranks */
+    sym_list t1, t2, t3; /* scratch lists */
+    sym_list ref;        /* the first finished rank's result, for the tree check */
+    int64_t ref_rank;
+    verify_stats st;
+} vctx;
+
+/* ---- contributions ---- */
+
+static uint64_t mix64(uint64_t x) /* splitmix64's finalizer: a bijection that scrambles bits */
+{
+    x ^= x >> 30;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 27;
+    x *= 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+static uint64_t key(const vctx *v, uint64_t r) { return mix64(v->a->seed + 0x9E3779B97F4A7C15ull * (r + 1)); }
+
+static sym_piece contribution(const vctx *v, uint32_t r, uint64_t len)
+{
+    return (sym_piece){.len = len, .orig = 0, .sum = key(v, r), .tree = mix64(key(v, r) ^ 0x5851F42D4C957F2Dull),
+                       .cnt = 1, .lo = r, .hi = r + 1};
+}
+
+/* ---- reporting ---- */
+
+static uint32_t round_of(const nbc_program *prog, uint32_t pc)
+{
+    uint32_t lo = 0, hi = prog->nrounds;
+    while (hi - lo > 1) {
+        uint32_t m = lo + (hi - lo) / 2;
+        if (prog_rounds(prog)[m] <= pc) lo = m;
+        else hi = m;
+    }
+    return lo;
+}
+
+static const char *const slot_short[SLOT_COUNT_] = {"send", "recv", "scratch"};
+
+static void describe(const nbc_insn *in, char *out, size_t size)
+{
+    switch (in->op) {
+    case OP_SEND:
+    case OP_RECV:
+        snprintf(out, size, "%s %" PRIu64 " bytes at %s+%" PRIu64 " %s rank %d", prog_opcode_name(in->op), in->len,
+                 slot_short[in->a_slot % SLOT_COUNT_], in->a_off, in->op == OP_SEND ? "to" : "from", in->peer);
+        break;
+    default:
+        snprintf(out, size, "%s %" PRIu64 " bytes at %s+%" PRIu64 " %s %s+%" PRIu64, prog_opcode_name(in->op), in->len,
+                 slot_short[in->a_slot % SLOT_COUNT_], in->a_off, in->op == OP_COPY ? "from" : "with",
+                 slot_short[in->b_slot % SLOT_COUNT_], in->b_off);
+    }
+}
+
+static loc where(const vctx *v, uint32_t rank, uint32_t pc)
+{
+    const nbc_program *prog = v->rk[rank].prog;
+    if (!prog || pc >= prog->ninsns) return v->s->at;
+    nbc_srcloc l = prog_locs(prog)[pc];
+    return (loc){(int)l.line, (int)l.col};
+}
+
+/* "rank R, round K, pc N (SEND ...): message", at the instruction's place in the schedule. */
+static __attribute__((format(printf, 4, 5))) void fail_at(vctx *v, uint32_t rank, uint32_t pc, const char *fmt, ...)
+{
+    char msg[1024], what[160] = "";
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const nbc_program *prog = v->rk[rank].prog;
+    if (prog && pc < prog->ninsns) {
+        describe(&prog_insns(prog)[pc], what, sizeof what);
+        diag_error(v->d, v->s->src, where(v, rank, pc), "rank %u, round %u, pc %u (%s): %s", rank, round_of(prog, pc), pc, what, msg);
+    } else {
+        diag_error(v->d, v->s->src, v->s->at, "rank %u: %s", rank, msg);
+    }
+    v->failed = 1;
+}
+
+/* A second place involved in the failure, as a note. */
+static void note_at(vctx *v, uint32_t rank, uint32_t pc, const char *what)
+{
+    const nbc_program *prog = v->rk[rank].prog;
+    if (!prog || pc >= prog->ninsns) return;
+    char ins[160];
+    describe(&prog_insns(prog)[pc], ins, sizeof ins);
+    loc at = where(v, rank, pc);
+    diag_append(v->d, "%s:%d:%d: note: %s: rank %u, round %u, pc %u (%s)\n", v->s->src->name, at.line, at.col, what, rank,
+                round_of(prog, pc), pc, ins);
+}
+
+static void nomem(vctx *v)
+{
+    if (!v->failed) diag_error(v->d, v->s->src, v->s->at, "out of memory verifying '%s'", v->s->name);
+    v->failed = 1;
+}
+
+static void ranks_text(char *out, size_t size, uint32_t lo, uint32_t hi)
+{
+    if (hi - lo == 1) snprintf(out, size, "rank %u", lo);
+    else snprintf(out, size, "ranks %u..%u", lo, hi - 1);
+}
+
+/* ---- setting up a rank ---- */
+
+typedef struct {
+    uint64_t send, recv;          /* elements */
+    uint64_t own_lo, own_hi;      /* where the rank's own input lies in recvbuf (in place, bcast) */
+    uint64_t out;                 /* elements of recvbuf that hold the result */
+} vshape;
+
+/* MPI_IN_PLACE of a reduce is the root's alone: the other ranks pass their data as usual. */
+static int inplace_at(const vctx *v, int64_t rank)
+{
+    return v->a->inplace && (v->coll != COLL_REDUCE || rank == v->a->root);
+}
+
+static vshape shape_of(const vctx *v, int64_t rank)
+{
+    const verify_args *a = v->a;
+    int inplace = inplace_at(v, rank);
+    coll_shape sh = collective_shape(v->coll, a->p, rank, a->root, a->count, inplace);
+    vshape s = {.send = inplace ? 0 : (uint64_t)sh.send_len, .recv = (uint64_t)sh.recv_len, .out = (uint64_t)sh.recv_len};
+    if (inplace) {
+        s.own_lo = (uint64_t)sh.inplace_send_off;
+        s.own_hi = s.own_lo + (uint64_t)sh.send_len;
+        if (s.own_hi > s.recv) s.recv = s.own_hi; /* sendbuf of an in-place call lies in the recv slot */
+    }
+    if (v->coll == COLL_BCAST && rank == a->root) s.own_lo = 0, s.own_hi = (uint64_t)a->count;
+    if (v->coll == COLL_REDUCE_SCATTER && inplace) s.out = (uint64_t)a->count;
+    return s;
+}
+
+/* Cuts every slot at each offset the program touches, and fills in the initial contents. */
+static int setup_buffers(vctx *v, uint32_t rank, const vshape *sh)
+{
+    vrank *k = &v->rk[rank];
+    const nbc_program *prog = k->prog;
+    uint64_t es = prog->esize, len[SLOT_COUNT_] = {sh->send, sh->recv, prog->scratch / es};
+    size_t n[SLOT_COUNT_] = {0};
+    const nbc_insn *in = prog_insns(prog);
+    for (uint32_t i = 0; i < prog->ninsns; i++) {
+        n[in[i].a_slot] += 2;
+        if (in[i].op == OP_COPY || in[i].op == OP_REDUCE) n[in[i].b_slot] += 2;
+    }
+    uint64_t *cuts[SLOT_COUNT_];
+    for (int s = 0; s < SLOT_COUNT_; s++) {
+        cuts[s] = malloc((n[s] + 4) * sizeof(uint64_t));
+        n[s] = 0;
+    }
+    if (!cuts[0] || !cuts[1] || !cuts[2]) {
+        for (int s = 0; s < SLOT_COUNT_; s++) free(cuts[s]);
+        return -1;
+    }
+    for (uint32_t i = 0; i < prog->ninsns; i++) {
+        cuts[in[i].a_slot][n[in[i].a_slot]++] = in[i].a_off / es;
+        cuts[in[i].a_slot][n[in[i].a_slot]++] = (in[i].a_off + in[i].len) / es;
+        if (in[i].op == OP_COPY || in[i].op == OP_REDUCE) {
+            cuts[in[i].b_slot][n[in[i].b_slot]++] = in[i].b_off / es;
+            cuts[in[i].b_slot][n[in[i].b_slot]++] = (in[i].b_off + in[i].len) / es;
+        }
+    }
+    cuts[SLOT_RECV][n[SLOT_RECV]++] = sh->own_lo;
+    cuts[SLOT_RECV][n[SLOT_RECV]++] = sh->own_hi;
+    int rc = 0;
+    for (int s = 0; s < SLOT_COUNT_; s++)
+        if (sym_buf_init(&k->buf[s], len[s], cuts[s], n[s])) rc = -1;
+    if (rc) return rc;
+    if (sh->send) {
+        sym_piece x = contribution(v, rank, sh->send);
+        rc |= sym_write(&k->buf[SLOT_SEND], 0, sh->send, &x, 1, SYM_INITIAL);
+    }
+    if (sh->own_hi > sh->own_lo) {
+        sym_piece x = contribution(v, rank, sh->own_hi - sh->own_lo);
+        rc |= sym_write(&k->buf[SLOT_RECV], sh->own_lo, sh->own_hi, &x, 1, SYM_INITIAL);
+    }
+    return rc;
+}
+
+static void release(vrank *k)
+{
+    for (int s = 0; s < SLOT_COUNT_; s++) sym_buf_free(&k->buf[s]);
+    free(k->prog);
+    k->prog = NULL;
+}
+
+/* Compiles and checks one rank's program on its own. */
+static int load_rank(vctx *v, const sched_lib *lib, uint32_t rank)
+{
+    const verify_args *a = v->a;
+    compile_args ca = {.p = a->p, .rank = rank, .count = a->count, .esize = a->esize, .inplace = inplace_at(v, rank),
+                       .commutative = a->commutative, .root = a->root};
+    vrank *k = &v->rk[rank];
+    int rc = compile_program(lib, v->s, &ca, &k->prog, v->d);
+    if (rc != COMPILE_OK) {
+        if (rc == COMPILE_NOMEM) nomem(v);
+        v->failed = 1;
+        return -1;
+    }
+    vshape sh = shape_of(v, rank);
+    uint64_t es = (uint64_t)a->esize, bytes[SLOT_COUNT_] = {sh.send * es, sh.recv * es, k->prog->scratch};
+    prog_fault f;
+    rc = prog_check(k->prog, a->p, bytes, &f);
+    if (rc < 0) {
+        nomem(v);
+        return -1;
+    }
+    if (rc > 0) {
+        fail_at(v, rank, f.pc, "%s", f.msg);
+        if (f.other != UINT32_MAX) note_at(v, rank, f.other, "the other instruction");
+        return -1;
+    }
+    if (k->prog->scratch % es) {
+        fail_at(v, rank, UINT32_MAX, "scratch of %" PRIu64 " bytes is not a whole number of elements", k->prog->scratch);
+        return -1;
+    }
+    if (setup_buffers(v, rank, &sh)) {
+        nomem(v);
+        return -1;
+    }
+    v->st.programs++;
+    v->st.insns += k->prog->ninsns;
+    return 0;
+}
+
+/* ---- running ---- */
+
+static void enqueue(vctx *v, uint32_t r)
+{
+    vrank *k = &v->rk[r];
+    if (k->queued || k->done) return;
+    k->queued = 1;
+    v->work[(v->whead + v->wcount++) % (size_t)v->p] = r;
+}
+
+static void matched(vctx *v, uint32_t r)
+{
+    vrank *k = &v->rk[r];
+    k->pending--;
+    if (k->issued && k->pending == 0) enqueue(v, r);
+}
+
+/* REDUCE a := b ⊕ a over lists B (left operand) and A (right), into out. */
+static void combine(vctx *v, uint32_t rank, uint32_t pc, const sym_list *B, const sym_list *A, sym_list *out)
+{
+    size_t i = 0, j = 0;
+    sym_piece x = B->n ? B->v[0] : (sym_piece){0}, y = A->n ? A->v[0] : (sym_piece){0};
+    uint64_t pos = 0;
+    while (i < B->n && j < A->n) {
+        uint64_t l = x.len < y.len ? x.len : y.len;
+        sym_piece l_op = sym_take(&x, l), r_op = sym_take(&y, l);
+        char what[96];
+        if (l_op.cnt == 0 || r_op.cnt == 0) {
+            fail_at(v, rank, pc, "elements [%" PRIu64 ", %" PRIu64 ") of its %s operand hold no value yet (never written)", pos,
+                    pos + l, l_op.cnt == 0 ? "source" : "destination");
+            return;
+        }
+        if (l_op.orig != r_op.orig) {
+            fail_at(v, rank, pc, "combines element %" PRIu64 " of the input with element %" PRIu64 " (at offset %" PRIu64 " of the operands): not the same elements",
+                    l_op.orig, r_op.orig, pos);
+            return;
+        }
+        if (v->check_order && l_op.hi != r_op.lo) {
+            char left[48], right[48];
+            ranks_text(left, sizeof left, l_op.lo, l_op.hi);
+            ranks_text(right, sizeof right, r_op.lo, r_op.hi);
+            if (l_op.lo >= r_op.hi)
+                snprintf(what, sizeof what, "the higher ranks are on the left");
+            else if (l_op.hi > r_op.lo)
+                snprintf(what, sizeof what, "they overlap: a contribution would count twice");
+            else
+                snprintf(what, sizeof what, "ranks %u..%u are missing between them", l_op.hi, r_op.lo - 1);
+            fail_at(v, rank, pc, "wrong reduction order for an 'ordered' schedule: combines %s (left) with %s (right), but %s; it must be rank 0 ⊕ 1 ⊕ ... ⊕ %" PRId64 " left to right",
+                    left, right, what, v->p - 1);
+            return;
+        }
+        uint64_t cnt = (uint64_t)l_op.cnt + r_op.cnt;
+        sym_piece z = {.len = l, .orig = l_op.orig, .sum = l_op.sum + r_op.sum, .cnt = cnt > UINT32_MAX - 1 ? UINT32_MAX - 1 : (uint32_t)cnt,
+                       .lo = l_op.lo < r_op.lo ? l_op.lo : r_op.lo, .hi = l_op.hi > r_op.hi ? l_op.hi : r_op.hi};
+        /* the grouping of operands: with a commutative op only the unordered pair matters */
+        z.tree = v->a->commutative ? mix64(l_op.tree + r_op.tree + 0x2545F4914F6CDD1Dull)
+                                   : mix64(l_op.tree * 0x9E3779B97F4A7C15ull + r_op.tree);
+        if (sym_list_add(out, z)) {
+            nomem(v);
+            return;
+        }
+        pos += l;
+        if (x.len == 0 && ++i < B->n) x = B->v[i];
+        if (y.len == 0 && ++j < A->n) y = A->v[j];
+    }
+}
+
+/* A matched pair: the send's contents land in the receiver's buffer. */
+static void deliver(vctx *v, const vpost *snd, const sym_piece *data, size_t n, const vpost *rcv)
+{
+    if (snd->len != rcv->len) {
+        fail_at(v, rcv->rank, rcv->pc, "size mismatch: receives %" PRIu64 " bytes, but the matching message from rank %u is %" PRIu64 " bytes",
+                rcv->len, snd->rank, snd->len);
+        note_at(v, snd->rank, snd->pc, "the matching send");
+        return;
+    }
+    const nbc_insn *in = &prog_insns(v->rk[rcv->rank].prog)[rcv->pc];
+    uint64_t es = (uint64_t)v->a->esize;
+    if (sym_write(&v->rk[rcv->rank].buf[in->a_slot], in->a_off / es, (in->a_off + in->len) / es, data, n, rcv->pc)) nomem(v);
+    v->st.messages++;
+    v->st.bytes += snd->len;
+    matched(v, snd->rank);
+    matched(v, rcv->rank);
+}
+
+static void post_send(vctx *v, uint32_t r, uint32_t pc, const nbc_insn *in, const sym_list *data)
+{
+    vpost me = {r, v->rk[r].round, pc, in->len, NULL, 0};
+    uint32_t peer = (uint32_t)in->peer;
+    v->rk[r].pending++;
+    vpost *w = chan_front(v->ch, r, peer, SIDE_RECV);
+    if (w) {
+        vpost rcv = *w;
+        chan_pop(v->ch, r, peer);
+        deliver(v, &me, data->v, data->n, &rcv);
+        return;
+    }
+    me.n = data->n;
+    me.data = malloc((data->n ? data->n : 1) * sizeof *me.data);
+    if (!me.data) {
+        nomem(v);
+        return;
+    }
+    memcpy(me.data, data->v, data->n * sizeof *me.data);
+    if (chan_push(v->ch, r, peer, SIDE_SEND, &me)) {
+        free(me.data);
+        nomem(v);
+    }
+}
+
+static void post_recv(vctx *v, uint32_t r, uint32_t pc, const nbc_insn *in)
+{
+    vpost me = {r, v->rk[r].round, pc, in->len, NULL, 0};
+    uint32_t peer = (uint32_t)in->peer;
+    v->rk[r].pending++;
+    vpost *w = chan_front(v->ch, peer, r, SIDE_SEND);
+    if (w) {
+        vpost snd = *w;
+        chan_pop(v->ch, peer, r);
+        deliver(v, &snd, snd.data, snd.n, &me);
+        free(snd.data);
+        return;
+    }
+    if (chan_push(v->ch, peer, r, SIDE_RECV, &me)) nomem(v);
+}
+
+static void issue(vctx *v, uint32_t r)
+{
+    vrank *k = &v->rk[r];
+    const nbc_program *prog = k->prog;
+    uint64_t es = prog->esize;
+    for (uint32_t pc = prog_rounds(prog)[k->round]; pc < prog_rounds(prog)[k->round + 1] && !v->failed; pc++) {
+        const nbc_insn *in = &prog_insns(prog)[pc];
+        uint64_t a_lo = in->a_off / es, a_hi = (in->a_off + in->len) / es;
+        uint64_t b_lo = in->b_off / es, b_hi = (in->b_off + in->len) / es;
+        v->t1.n = v->t2.n = v->t3.n = 0;
+        int rc = 0;
+        switch (in->op) {
+        case OP_COPY:
+            rc = sym_read(&k->buf[in->b_slot], b_lo, b_hi, &v->t1) ||
+                 sym_write(&k->buf[in->a_slot], a_lo, a_hi, v->t1.v, v->t1.n, pc);
+            break;
+        case OP_REDUCE:
+            rc = sym_read(&k->buf[in->b_slot], b_lo, b_hi, &v->t1) || sym_read(&k->buf[in->a_slot], a_lo, a_hi, &v->t2);
+            if (rc) break;
+            combine(v, r, pc, &v->t1, &v->t2, &v->t3);
+            if (!v->failed) rc = sym_write(&k->buf[in->a_slot], a_lo, a_hi, v->t3.v, v->t3.n, pc);
+            break;
+        case OP_SEND:
+            rc = sym_read(&k->buf[in->a_slot], a_lo, a_hi, &v->t1);
+            if (!rc) post_send(v, r, pc, in, &v->t1);
+            break;
+        case OP_RECV: post_recv(v, r, pc, in); break;
+        }
+        if (rc) nomem(v);
+    }
+}
+
+/* ---- the result ---- */
+
+/* What recvbuf[pos] must hold at the end on `rank`, and for how many elements on. */
+static sym_piece expected(const vctx *v, uint32_t rank, uint64_t pos, uint64_t out)
+{
+    const verify_args *a = v->a;
+    sym_piece all = {.len = out - pos, .orig = pos, .sum = v->total, .cnt = (uint32_t)a->p, .lo = 0, .hi = (uint32_t)a->p};
+    switch (v->coll) {
+    case COLL_REDUCE_SCATTER: all.orig = (uint64_t)rank * (uint64_t)a->count + pos; return all;
+    case COLL_BCAST: {
+        sym_piece x = contribution(v, (uint32_t)a->root, out - pos);
+        x.orig = pos;
+        return x;
+    }
+    case COLL_ALLGATHER: {
+        uint64_t c = (uint64_t)a->count, blk = pos / c;
+        sym_piece x = contribution(v, (uint32_t)blk, c - pos % c);
+        x.orig = pos % c;
+        return x;
+    }
+    default: return all;
+    }
+}
+
+/* Why a run's set of contributions differs from the one expected. */
+static void explain(const vctx *v, const sym_piece *got, const sym_piece *want, char *out, size_t size)
+{
+    if (want->cnt == 1) {
+        for (int64_t q = 0; q < v->p; q++)
+            if (got->cnt == 1 && got->sum == key(v, (uint64_t)q)) {
+                snprintf(out, size, "holds rank %" PRId64 "'s data instead of rank %u's", q, want->lo);
+                return;
+            }
+    }
+    if (got->cnt + 1 == want->cnt)
+        for (int64_t q = 0; q < v->p; q++)
+            if (want->sum - got->sum == key(v, (uint64_t)q)) {
+                snprintf(out, size, "misses rank %" PRId64 "'s contribution", q);
+                return;
+            }
+    if (got->cnt == want->cnt + 1)
+        for (int64_t q = 0; q < v->p; q++)
+            if (got->sum - want->sum == key(v, (uint64_t)q)) {
+                snprintf(out, size, "counts rank %" PRId64 "'s contribution twice", q);
+                return;
+            }
+    snprintf(out, size, "combines %u contributions where %u ranks' are expected, each once (some are missing or repeated)",
+             got->cnt, want->cnt);
+}
+
+/* For an ordered allreduce: the same expression tree as the reference rank, run by run. */
+static void compare_tree(vctx *v, uint32_t rank, const sym_list *mine)
+{
+    if (v->ref_rank < 0) {
+        v->ref_rank = rank;
+        for (size_t i = 0; i < mine->n; i++)
+            if (sym_list_add(&v->ref, mine->v[i])) nomem(v);
+        return;
+    }
+    size_t i = 0, j = 0;
+    sym_piece x = mine->n ? mine->v[0] : (sym_piece){0}, y = v->ref.n ? v->ref.v[0] : (sym_piece){0};
+    uint64_t pos = 0;
+    while (i < mine->n && j < v->ref.n) {
+        uint64_t l = x.len < y.len ? x.len : y.len;
+        if (x.tree != y.tree) {
+            const sym_buf *b = &v->rk[rank].buf[SLOT_RECV];
+            int64_t c = 0;
+            while ((uint64_t)c + 1 < b->ncells && b->cut[c + 1] <= pos) c++;
+            fail_at(v, rank, b->ncells ? b->cell[c].writer : UINT32_MAX,
+                    "recvbuf elements [%" PRIu64 ", %" PRIu64 ") group the operands differently than on rank %" PRId64 ": an 'ordered' schedule must give bit-identical results on every rank",
+                    pos, pos + l, v->ref_rank);
+            return;
+        }
+        sym_take(&x, l);
+        sym_take(&y, l);
+        pos += l;
+        if (x.len == 0 && ++i < mine->n) x = mine->v[i];
+        if (y.len == 0 && ++j < v->ref.n) y = v->ref.v[j];
+    }
+}
+
+static void check_result(vctx *v, uint32_t rank)
+{
+    vshape sh = shape_of(v, rank);
+    const sym_buf *b = &v->rk[rank].buf[SLOT_RECV];
+    uint64_t out = v->coll == COLL_BARRIER ? 0 : sh.out;
+    for (uint32_t c = 0; c < b->ncells && b->cut[c] < out && !v->failed; c++) {
+        const sym_cell *cell = &b->cell[c];
+        const sym_piece *pieces = sym_cell_pieces(cell);
+        uint64_t pos = b->cut[c];
+        for (uint32_t k = 0; k < cell->n && pos < out && !v->failed; k++) {
+            sym_piece got = pieces[k];
+            while (got.len > 0 && pos < out) {
+                sym_piece want = expected(v, rank, pos, out);
+                uint64_t l = got.len < want.len ? got.len : want.len;
+                char why[200] = "";
+                if (got.cnt == 0)
+                    snprintf(why, sizeof why, "are never written");
+                else if (got.orig != want.orig)
+                    snprintf(why, sizeof why, "hold input elements from %" PRIu64 " on instead of from %" PRIu64, got.orig, want.orig);
+                else if (got.sum != want.sum || got.cnt != want.cnt)
+                    explain(v, &got, &want, why, sizeof why);
+                if (why[0]) {
+                    fail_at(v, rank, cell->writer, "recvbuf elements [%" PRIu64 ", %" PRIu64 ") end wrong: they %s%s", pos, pos + l, why,
+                            cell->writer == SYM_INITIAL ? "" : " (this instruction wrote them last)");
+                    return;
+                }
+                sym_take(&got, l);
+                pos += l;
+            }
+        }
+    }
+    if (v->check_tree && !v->failed && out > 0) {
+        v->t1.n = 0;
+        if (sym_read(b, 0, out, &v->t1)) nomem(v);
+        else compare_tree(v, rank, &v->t1);
+    }
+}
+
+static void advance(vctx *v, uint32_t r)
+{
+    vrank *k = &v->rk[r];
+    while (!k->done && !v->failed) {
+        if (k->issued) {
+            if (k->pending) return;
+            k->round++;
+            k->issued = 0;
+        }
+        if (k->round == k->prog->nrounds) {
+            check_result(v, r);
+            k->done = 1;
+            release(k);
+            return;
+        }
+        issue(v, r);
+        k->issued = 1;
+    }
+}
+
+/* ---- when nothing can move ---- */
+
+typedef struct {
+    vctx *v;
+    uint32_t *pc, *peer; /* per rank: its oldest unmatched operation and the rank it waits for */
+} stuck_scan;
+
+static void oldest(void *ctx, uint32_t src, uint32_t dst, int side, void *item)
+{
+    stuck_scan *s = ctx;
+    const vpost *w = item;
+    uint32_t peer = side == SIDE_SEND ? dst : src;
+    if (w->pc < s->pc[w->rank]) {
+        s->pc[w->rank] = w->pc;
+        s->peer[w->rank] = peer;
+    }
+}
+
+static void report_stuck(vctx *v)
+{
+    uint32_t *pc = malloc((size_t)v->p * sizeof *pc), *peer = malloc((size_t)v->p * sizeof *peer);
+    uint32_t *seen = calloc((size_t)v->p, sizeof *seen);
+    if (!pc || !peer || !seen) {
+        free(pc), free(peer), free(seen);
+        nomem(v);
+        return;
+    }
+    for (int64_t r = 0; r < v->p; r++) pc[r] = UINT32_MAX;
+    stuck_scan s = {v, pc, peer};
+    chan_each(v->ch, oldest, &s);
+    uint32_t r = 0;
+    while ((int64_t)r < v->p && v->rk[r].done) r++;
+    /* follow "waits for" edges until a finished rank or a rank already on the path */
+    uint32_t step = 1;
+    while (pc[r] != UINT32_MAX && !seen[r] && !v->rk[peer[r]].done) {
+        seen[r] = step++;
+        r = peer[r];
+    }
+    if (pc[r] == UINT32_MAX) {
+        fail_at(v, r, UINT32_MAX, "stopped in round %u with nothing to wait for (internal error)", v->rk[r].round);
+    } else if (!seen[r]) {
+        const nbc_insn *in = &prog_insns(v->rk[r].prog)[pc[r]];
+        fail_at(v, r, pc[r], in->op == OP_SEND ? "unmatched send: rank %u finished without receiving it"
+                                               : "unmatched receive: rank %u finished without sending it",
+                peer[r]);
+    } else {
+        /* r is on a cycle: list it from r */
+        char text[900] = "";
+        size_t len = 0, n = 0;
+        uint32_t q = r;
+        do {
+            if (n < 8) {
+                const nbc_insn *in = &prog_insns(v->rk[q].prog)[pc[q]];
+                len += (size_t)snprintf(text + len, sizeof text - len, "rank %u (round %u, pc %u: %s %s %d) waits for ", q,
+                                        v->rk[q].round, pc[q], prog_opcode_name(in->op), in->op == OP_SEND ? "to" : "from", in->peer);
+            }
+            n++;
+            q = peer[q];
+        } while (q != r && len < sizeof text);
+        if (n > 8) snprintf(text + len, sizeof text - len, "... (%zu ranks in the cycle) ", n);
+        fail_at(v, r, pc[r], "deadlock: %srank %u", text, r);
+        q = peer[r];
+        for (size_t i = 1; i < n && i < 8; i++, q = peer[q]) note_at(v, q, pc[q], "waiting");
+    }
+    free(pc);
+    free(peer);
+    free(seen);
+}
+
+static void drop_post(void *ctx, uint32_t src, uint32_t dst, int side, void *item)
+{
+    (void)ctx, (void)src, (void)dst, (void)side;
+    free(((vpost *)item)->data);
+}
+
+static void run(vctx *v, const sched_lib *lib)
+{
+    for (int64_t r = 0; r < v->p && !v->failed; r++) load_rank(v, lib, (uint32_t)r);
+    for (int64_t r = 0; r < v->p && !v->failed; r++) enqueue(v, (uint32_t)r);
+    while (v->wcount && !v->failed) {
+        uint32_t r = v->work[v->whead];
+        v->whead = (v->whead + 1) % (size_t)v->p;
+        v->wcount--;
+        v->rk[r].queued = 0;
+        advance(v, r);
+    }
+    if (v->failed) return;
+    for (int64_t r = 0; r < v->p; r++)
+        if (!v->rk[r].done) {
+            report_stuck(v);
+            return;
+        }
+}
+
+int verify_schedule(const sched_lib *lib, const sched_def *s, const verify_args *a, diag *d, verify_stats *st)
+{
+    compile_args ca = {.p = a->p, .rank = 0, .count = a->count, .esize = a->esize, .inplace = a->inplace,
+                       .commutative = a->commutative, .root = a->root};
+    diag quiet;
+    diag_init(&quiet);
+    int rc = compile_check(lib, s, &ca, &quiet);
+    if (rc == COMPILE_UNMET) {
+        diag_free(&quiet);
+        return VERIFY_SKIP;
+    }
+    if (rc != COMPILE_OK) {
+        diag_append(d, "%s", quiet.text ? quiet.text : "");
+        d->errors++;
+        diag_free(&quiet);
+        return VERIFY_FAIL;
+    }
+    diag_free(&quiet);
+    if (a->p > INT32_MAX || (a->root < 0 || a->root >= a->p)) {
+        diag_error(d, s->src, s->at, "cannot verify '%s' for p = %" PRId64 ", root = %" PRId64, s->name, a->p, a->root);
+        return VERIFY_FAIL;
+    }
+
+    vctx v = {.s = s, .a = a, .d = d, .p = a->p, .ref_rank = -1};
+    v.coll = (nbc_collective)(s->collective ? collective_from_name(s->collective) : COLL_ALLREDUCE);
+    int reduces = v.coll == COLL_ALLREDUCE || v.coll == COLL_REDUCE || v.coll == COLL_REDUCE_SCATTER;
+    v.check_order = s->ordered && reduces && !a->commutative;
+    v.check_tree = s->ordered && v.coll == COLL_ALLREDUCE;
+    for (int64_t r = 0; r < a->p; r++) v.total += key(&v, (uint64_t)r);
+    v.rk = calloc((size_t)a->p, sizeof *v.rk);
+    v.work = malloc((size_t)a->p * sizeof *v.work);
+    v.ch = chan_create(sizeof(vpost));
+    if (!v.rk || !v.work || !v.ch) nomem(&v);
+    else run(&v, lib);
+
+    if (v.failed) {
+        char root[40] = "";
+        if (v.coll == COLL_REDUCE || v.coll == COLL_BCAST) snprintf(root, sizeof root, ", root %" PRId64, a->root);
+        diag_append(d, "  (verifying '%s' for p = %" PRId64 ", count = %" PRId64 ", element %" PRId64 " bytes%s%s%s)\n", s->name, a->p,
+                    a->count, a->esize, root, a->inplace ? ", in place" : "", a->commutative ? ", commutative op" : ", non-commutative op");
+    }
+    if (v.ch) chan_each(v.ch, drop_post, NULL);
+    chan_destroy(v.ch);
+    for (int64_t r = 0; v.rk && r < a->p; r++) release(&v.rk[r]);
+    free(v.rk);
+    free(v.work);
+    sym_list_free(&v.t1);
+    sym_list_free(&v.t2);
+    sym_list_free(&v.t3);
+    sym_list_free(&v.ref);
+    if (st) {
+        st->programs += v.st.programs;
+        st->insns += v.st.insns;
+        st->messages += v.st.messages;
+        st->bytes += v.st.bytes;
+    }
+    return v.failed ? VERIFY_FAIL : VERIFY_OK;
+}

@@ -1,0 +1,334 @@
+/* Every collective with every schedule (and automatic selection), run as
+ * `mpiexec -n P ./mpi_collectives`: counts 0, 1, p-1, p, p+1 and a large odd count; sum on
+ * int64 and double, max on int; in place and not; roots 0 and p-1. Results are checked against
+ * values computed locally. A forced schedule whose stated preconditions fail must refuse the
+ * call with MPI_ERR_ARG. Order-preserving schedules must give the left-to-right product of a
+ * non-commutative op and bit-identical doubles on every rank; the others must refuse the
+ * non-commutative op. Verdicts are combined once at the end; rank 0 prints ok/FAIL lines. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nbc.h"
+
+enum { ALLREDUCE, REDUCE, BCAST, BARRIER, REDUCE_SCATTER, ALLGATHER, NCOLL };
+static const char *const coll_names[NCOLL] = {"allreduce", "reduce", "bcast", "barrier", "reduce_scatter", "allgather"};
+
+/* Each schedule with the preconditions it states (checked here independently of the library). */
+enum { ANY = 0, COMM = 1, COUNT_GE_P = 2, COUNT_GE_POF2 = 4, POW2 = 8, ORDERED = 16 };
+static const struct { int coll; const char *name; int needs; } schedules[] = {
+    {ALLREDUCE, NULL, ORDERED}, /* automatic: must always work, and keep order for a non-commutative op */
+    {ALLREDUCE, "allreduce_linear", ORDERED},
+    {ALLREDUCE, "allreduce_binomial", ORDERED},
+    {ALLREDUCE, "allreduce_nonoverlapping", ORDERED},
+    {ALLREDUCE, "allreduce_recursive_doubling", ORDERED},
+    {ALLREDUCE, "allreduce_ring", COMM | COUNT_GE_P},
+    {ALLREDUCE, "allreduce_segmented_ring", COMM | COUNT_GE_P},
+    {ALLREDUCE, "allreduce_rabenseifner", COMM | COUNT_GE_POF2},
+    {ALLREDUCE, "allreduce_binary_blocks", COMM | COUNT_GE_POF2},
+    {ALLREDUCE, "allreduce_gloo_ring", COMM},
+    {ALLREDUCE, "allreduce_gloo_ring_chunked", COMM},
+    {REDUCE, NULL, ORDERED},
+    {REDUCE, "reduce_binomial", ORDERED},
+    {REDUCE, "reduce_linear", ORDERED},
+    {BCAST, NULL, ANY},
+    {BCAST, "bcast_binomial", ANY},
+    {BCAST, "bcast_linear", ANY},
+    {BARRIER, NULL, ANY},
+    {BARRIER, "barrier_all_to_all", ANY},
+    {BARRIER, "barrier_all_to_one", ANY},
+    {BARRIER, "barrier_dissemination", ANY},
+    {REDUCE_SCATTER, NULL, COMM},
+    {REDUCE_SCATTER, "reduce_scatter_halving", COMM | POW2},
+    {REDUCE_SCATTER, "reduce_scatter_pairwise", COMM},
+    {ALLGATHER, NULL, ANY},
+    {ALLGATHER, "allgather_ring", ANY},
+    {ALLGATHER, "allgather_recursive_doubling", POW2},
+};
+enum { NSCHED = sizeof schedules / sizeof *schedules };
+
+static int rank, size;
+
+/* ---- verdicts, combined once at the end ---- */
+enum { MAX_CASES = 4096 };
+static char names[MAX_CASES][96];
+static char why[MAX_CASES][160];
+static int failed[MAX_CASES];
+static uint64_t digest[MAX_CASES]; /* result fingerprints that must agree across ranks */
+static int ncases;
+
+static int new_case(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int new_case(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(names[ncases], sizeof names[0], fmt, ap);
+    va_end(ap);
+    return ncases++;
+}
+
+static void fail(int c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(int c, const char *fmt, ...)
+{
+    if (failed[c]) return;
+    failed[c] = 1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why[c], sizeof why[0], fmt, ap);
+    va_end(ap);
+}
+
+/* ---- data ---- */
+enum { T_I64, T_DOUBLE, T_INT, NTYPES };
+static const char *const type_names[NTYPES] = {"int64 sum", "double sum", "int max"};
+
+static int64_t value(int r, long i, int t)
+{
+    return t == T_INT ? (r * 13 + i * 7) % 101 : (r * 7 + i * 3) % 11 - 5;
+}
+
+static void put(void *buf, long i, int t, int64_t v)
+{
+    if (t == T_I64) ((int64_t *)buf)[i] = v;
+    else if (t == T_DOUBLE) ((double *)buf)[i] = (double)v;
+    else ((int *)buf)[i] = (int)v;
+}
+
+static int64_t get(const void *buf, long i, int t)
+{
+    return t == T_I64 ? ((const int64_t *)buf)[i] : t == T_DOUBLE ? (int64_t)((const double *)buf)[i] : ((const int *)buf)[i];
+}
+
+static int64_t combine(int64_t a, int64_t b, int t) { return t == T_INT ? (a > b ? a : b) : a + b; }
+
+static int64_t reduced(long i, int t)
+{
+    int64_t acc = value(0, i, t);
+    for (int r = 1; r < size; r++) acc = combine(acc, value(r, i, t), t);
+    return acc;
+}
+
+static int pof2(int p)
+{
+    int q = 1;
+    while (q * 2 <= p) q *= 2;
+    return q;
+}
+
+static int eligible(int needs, int count, int commutative)
+{
+    if ((needs & COMM) && !commutative && !(needs & ORDERED)) return 0;
+    if (!(needs & ORDERED) && !commutative) return 0;
+    if ((needs & COUNT_GE_P) && count < size) return 0;
+    if ((needs & COUNT_GE_POF2) && count < pof2(size)) return 0;
+    if ((needs & POW2) && (size & (size - 1))) return 0;
+    return 1;
+}
+
+static int start(int coll, const void *sbuf, void *rbuf, int count, MPI_Datatype dt, MPI_Op op, int root, nbc_request *r)
+{
+    switch (coll) {
+    case ALLREDUCE: return nbc_iallreduce(sbuf, rbuf, count, dt, op, MPI_COMM_WORLD, r);
+    case REDUCE: return nbc_ireduce(sbuf, rbuf, count, dt, op, root, MPI_COMM_WORLD, r);
+    case BCAST: return nbc_ibcast(rbuf, count, dt, root, MPI_COMM_WORLD, r);
+    case BARRIER: return nbc_ibarrier(MPI_COMM_WORLD, r);
+    case REDUCE_SCATTER: return nbc_ireduce_scatter_block(sbuf, rbuf, count, dt, op, MPI_COMM_WORLD, r);
+    default: return nbc_iallgather(sbuf, count, dt, rbuf, count, dt, MPI_COMM_WORLD, r);
+    }
+}
+
+/* One call, checked. */
+static void run(int s, int t, int count, int inplace, int root)
+{
+    int coll = schedules[s].coll;
+    const char *sname = schedules[s].name ? schedules[s].name : "auto";
+    if (inplace && (coll == BCAST || coll == BARRIER)) return;
+    int c = new_case("%s p=%d %s %s count=%d%s%s", coll_names[coll], size, sname, coll == BARRIER ? "" : type_names[t], count,
+                     inplace ? " inplace" : "", coll == REDUCE || coll == BCAST ? (root ? " root=last" : " root=0") : "");
+    MPI_Datatype dt = t == T_I64 ? MPI_INT64_T : t == T_DOUBLE ? MPI_DOUBLE : MPI_INT;
+    MPI_Op op = t == T_INT ? MPI_MAX : MPI_SUM;
+    size_t es = t == T_INT ? sizeof(int) : 8;
+    long in_len = coll == REDUCE_SCATTER ? (long)size * count : count;
+    long out_len = coll == REDUCE_SCATTER && !inplace ? count : coll == REDUCE_SCATTER || coll == ALLGATHER ? (long)size * count : count;
+    char *in = malloc(es * (size_t)(in_len + 1)), *out = malloc(es * (size_t)(out_len + 1));
+    for (long i = 0; i < in_len; i++) put(in, i, t, value(rank, i, t));
+    for (long i = 0; i < out_len; i++) put(out, i, t, -77);
+    if (inplace) {
+        if (coll == ALLGATHER) memcpy(out + es * (size_t)rank * count, in, es * (size_t)count);
+        else if (coll == REDUCE && rank != root) inplace = 0; /* MPI_IN_PLACE is the root's only */
+        else memcpy(out, in, es * (size_t)in_len);
+    }
+    if (coll == BCAST && rank == root) memcpy(out, in, es * (size_t)count);
+
+    nbc_request r;
+    int rc = start(coll, inplace ? MPI_IN_PLACE : in, out, count, dt, op, root, &r);
+    if (schedules[s].name && !eligible(schedules[s].needs, count, 1)) {
+        if (rc != MPI_ERR_ARG) fail(c, "expected MPI_ERR_ARG (preconditions fail), got %d", rc);
+        if (rc == MPI_SUCCESS) nbc_wait(&r);
+        goto done;
+    }
+    if (rc == MPI_SUCCESS) rc = nbc_wait(&r);
+    if (rc != MPI_SUCCESS) {
+        fail(c, "error %d: %.100s", rc, nbc_error_message());
+        goto done;
+    }
+    for (long i = 0; i < out_len && !failed[c]; i++) {
+        int64_t want;
+        if (coll == ALLREDUCE) want = reduced(i, t);
+        else if (coll == REDUCE) want = rank == root ? reduced(i, t) : -77;
+        else if (coll == BCAST) want = value(root, i, t);
+        else if (coll == REDUCE_SCATTER) want = i < count ? reduced((long)rank * count + i, t) : get(out, i, t);
+        else want = value((int)(i / count), i % count, t);
+        if (get(out, i, t) != want) fail(c, "element %ld is %lld, expected %lld", i, (long long)get(out, i, t), (long long)want);
+    }
+    if (!inplace)
+        for (long i = 0; i < in_len && !failed[c]; i++)
+            if (get(in, i, t) != value(rank, i, t)) fail(c, "sendbuf element %ld was changed", i);
+done:
+    free(in);
+    free(out);
+}
+
+/* ---- a non-commutative op: 2x2 integer matrix product ---- */
+static void matmul(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    (void)dt;
+    int *a = in, *b = inout;
+    for (int k = 0; k < *len; k++, a += 4, b += 4) {
+        int m[4] = {a[0] * b[0] + a[1] * b[2], a[0] * b[1] + a[1] * b[3], a[2] * b[0] + a[3] * b[2], a[2] * b[1] + a[3] * b[3]};
+        memcpy(b, m, sizeof m);
+    }
+}
+
+static void matrix_of(int r, long i, int m[4])
+{
+    int x = (int)((r + i) % 3) - 1; /* small entries keep products small */
+    if ((r + i) % 2) m[0] = 1, m[1] = x, m[2] = 0, m[3] = 1;
+    else m[0] = 1, m[1] = 0, m[2] = x, m[3] = 1;
+}
+
+static void noncommutative(MPI_Datatype mat, MPI_Op op)
+{
+    enum { COUNT = 5 };
+    for (int s = 0; s < NSCHED; s++) {
+        int coll = schedules[s].coll;
+        if (coll != ALLREDUCE && coll != REDUCE && coll != REDUCE_SCATTER) continue;
+        if (schedules[s].name && nbc_set_schedule(coll_names[coll], schedules[s].name) != MPI_SUCCESS) continue;
+        if (!schedules[s].name) nbc_set_schedule(coll_names[coll], NULL);
+        int c = new_case("%s p=%d %s non-commutative matrix product", coll_names[coll], size,
+                         schedules[s].name ? schedules[s].name : "auto");
+        int n = coll == REDUCE_SCATTER ? COUNT * size : COUNT;
+        int *in = malloc(sizeof(int) * 4 * (size_t)n), *out = calloc(4 * (size_t)n, sizeof(int));
+        for (int i = 0; i < n; i++) matrix_of(rank, i, in + 4 * i);
+        nbc_request r;
+        int rc = start(coll, in, out, COUNT, mat, op, 0, &r);
+        int ordered = (schedules[s].needs & ORDERED) != 0;
+        if (!ordered) {
+            if (rc != MPI_ERR_ARG) fail(c, "expected MPI_ERR_ARG for a schedule that does not keep order, got %d", rc);
+            if (rc == MPI_SUCCESS) nbc_wait(&r);
+        } else if (rc != MPI_SUCCESS || (rc = nbc_wait(&r)) != MPI_SUCCESS) {
+            fail(c, "error %d: %.100s", rc, nbc_error_message());
+        } else if (coll != REDUCE || rank == 0) {
+            for (int i = 0; i < COUNT && !failed[c]; i++) {
+                int want[4] = {1, 0, 0, 1}, m[4];
+                for (int q = 0; q < size; q++) { /* want = want · M_q, left to right */
+                    matrix_of(q, i, m);
+                    int w[4] = {want[0] * m[0] + want[1] * m[2], want[0] * m[1] + want[1] * m[3],
+                                want[2] * m[0] + want[3] * m[2], want[2] * m[1] + want[3] * m[3]};
+                    memcpy(want, w, sizeof w);
+                }
+                if (memcmp(want, out + 4 * i, sizeof want)) fail(c, "matrix %d differs from the ordered product", i);
+            }
+        }
+        free(in);
+        free(out);
+    }
+}
+
+/* Ordered allreduce schedules give bit-identical doubles everywhere, whatever the rounding. */
+static void bit_identical(void)
+{
+    enum { COUNT = 1001 };
+    for (int s = 0; s < NSCHED; s++) {
+        if (schedules[s].coll != ALLREDUCE || !(schedules[s].needs & ORDERED)) continue;
+        nbc_set_schedule("allreduce", schedules[s].name);
+        int c = new_case("allreduce p=%d %s doubles bit-identical on every rank", size, schedules[s].name ? schedules[s].name : "auto");
+        double in[COUNT], out[COUNT];
+        for (int i = 0; i < COUNT; i++) in[i] = sin(rank * 1000.0 + i) * pow(10.0, (rank + i) % 7 - 3);
+        nbc_request r;
+        int rc = nbc_iallreduce(in, out, COUNT, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r);
+        if (rc == MPI_SUCCESS) rc = nbc_wait(&r);
+        if (rc != MPI_SUCCESS) fail(c, "error %d", rc);
+        uint64_t h = 1469598103934665603ull;
+        for (int i = 0; i < COUNT; i++) {
+            uint64_t bits;
+            memcpy(&bits, &out[i], 8);
+            h = (h ^ bits) * 1099511628211ull;
+        }
+        digest[c] = h;
+    }
+    nbc_set_schedule("allreduce", NULL);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    /* MPICH reports a failed message through MPI_COMM_WORLD's handler: return, not abort */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    const int counts[] = {0, 1, size - 1, size, size + 1, 10007};
+    for (int s = 0; s < NSCHED; s++) {
+        int coll = schedules[s].coll;
+        int rc = nbc_set_schedule(coll_names[coll], schedules[s].name);
+        if (rc != MPI_SUCCESS) {
+            int c = new_case("%s p=%d %s exists", coll_names[coll], size, schedules[s].name);
+            fail(c, "nbc_set_schedule: %s", nbc_error_message());
+            continue;
+        }
+        for (int k = 0; k < 6; k++) {
+            if (k > 0 && counts[k] == counts[k - 1]) continue;
+            int count = coll == REDUCE_SCATTER || coll == ALLGATHER ? (k == 5 ? 1001 : counts[k]) : counts[k];
+            for (int t = 0; t < NTYPES; t++)
+                for (int inplace = 0; inplace < 2; inplace++)
+                    for (int root = 0; root < (coll == REDUCE || coll == BCAST ? 2 : 1); root++) {
+                        if (coll == BARRIER && (t || k || inplace)) continue;
+                        run(s, t, count, inplace, root ? size - 1 : 0);
+                    }
+        }
+        nbc_set_schedule(coll_names[coll], NULL);
+    }
+    MPI_Datatype mat;
+    MPI_Type_contiguous(4, MPI_INT, &mat);
+    MPI_Type_commit(&mat);
+    MPI_Op op;
+    MPI_Op_create(matmul, 0, &op);
+    noncommutative(mat, op);
+    bit_identical();
+    nbc_finalize();
+
+    /* combine the verdicts: failures by MAX, digests must be equal everywhere */
+    int *any = malloc(sizeof(int) * MAX_CASES);
+    uint64_t *dmin = malloc(8 * MAX_CASES), *dmax = malloc(8 * MAX_CASES);
+    MPI_Reduce(failed, any, ncases, MPI_INT, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Reduce(digest, dmin, ncases, MPI_UINT64_T, MPI_MIN, 0, MPI_COMM_WORLD);
+    MPI_Reduce(digest, dmax, ncases, MPI_UINT64_T, MPI_MAX, 0, MPI_COMM_WORLD);
+    int status = 0;
+    if (rank == 0)
+        for (int c = 0; c < ncases; c++) {
+            if (!any[c] && dmin[c] != dmax[c]) any[c] = 1, snprintf(why[c], sizeof why[0], "results differ between ranks");
+            if (any[c]) printf("FAIL %s: %s\n", names[c], failed[c] || why[c][0] ? why[c] : "on another rank");
+            else printf("ok %s\n", names[c]);
+            status |= any[c];
+        }
+    MPI_Op_free(&op);
+    MPI_Type_free(&mat);
+    free(any);
+    free(dmin);
+    free(dmax);
+    MPI_Finalize();
+    return status;
+}
