@@ -14,7 +14,7 @@
 
 #define DEFAULT_MAX_STEPS (1u << 26)
 #define MAX_CALL_DEPTH 32
-#define SLOT_RTMP SLOT_COUNT_ /* the temporary of an ordered reduce, placed after scratch */
+#define SLOT_RTMP 255 /* marks the temporary of an ordered reduce, placed after scratch at the end */
 
 typedef enum { V_INT, V_RANGE, V_VIEW } vkind;
 static const char *const vkind_name[] = {"an integer", "a range", "a buffer"};
@@ -221,6 +221,14 @@ static value func(ev *e, const node *n)
         int64_t base = cnt / k, rem = cnt % k;
         int64_t lo = i * base + (i < rem ? i : rem);
         return (value){.k = V_RANGE, .a = lo, .b = lo + base + (i < rem)};
+    }
+    if (!strcmp(f, "bufs")) { /* buffer i of a multi-buffer call; bufs(0) is recvbuf */
+        want_args(e, n, 1);
+        int64_t i = eval_int(e, a);
+        if (i < 0 || i >= e->args->nbufs)
+            fail(e, a->at, "bufs(%lld): there are %lld buffers", (long long)i, (long long)e->args->nbufs);
+        if (i == 0) return lookup(e, "recvbuf")->v;
+        return view(SLOT_EXTRA + (int)i - 1, e->args->count, 1, "bufs(i)");
     }
     if (!strcmp(f, "chunk")) { /* piece j of `size` elements of range r, clipped to r */
         want_args(e, n, 3);
@@ -471,6 +479,7 @@ static void define_builtins(ev *e, int64_t count, value sendbuf, value recvbuf, 
     define(e, "inplace", vint(a->inplace), 1, e->nvars, none);
     define(e, "commutative", vint(a->commutative), 1, e->nvars, none);
     define(e, "root", vint(a->root), 1, e->nvars, none);
+    define(e, "nbufs", vint(a->nbufs), 1, e->nvars, none);
     define(e, "sendbuf", sendbuf, 1, e->nvars, none);
     define(e, "recvbuf", recvbuf, 1, e->nvars, none);
 }
@@ -598,7 +607,8 @@ static void finish(ev *e)
 
 static int check_args(const compile_args *a, const sched_def *s, diag *d)
 {
-    if (a->p < 1 || a->rank < 0 || a->rank >= a->p || a->count < 0 || a->esize < 1 || a->p > INT32_MAX) {
+    if (a->p < 1 || a->rank < 0 || a->rank >= a->p || a->count < 0 || a->esize < 1 || a->p > INT32_MAX ||
+        a->nbufs < 1 || a->nbufs > NBC_MAX_BUFFERS) {
         diag_error(d, s->src, s->at, "cannot compile '%s' for p = %lld, rank = %lld, count = %lld, element size %lld",
                    s->name, (long long)a->p, (long long)a->rank, (long long)a->count, (long long)a->esize);
         return COMPILE_ERROR;
@@ -624,7 +634,7 @@ static int preconditions(ev *e, const sched_def *s)
 {
     define_top(e, s, 0);
     int c = s->collective ? collective_from_name(s->collective) : -1;
-    int reduces = c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_REDUCE_SCATTER;
+    int reduces = c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_REDUCE_SCATTER || c == COLL_ALLREDUCE_MULTI;
     if (reduces && !s->ordered && !e->args->commutative) {
         diag_error(e->d, s->src, s->at, "'%s' does not keep rank order (it is not marked 'ordered'), so it needs a commutative op", s->name);
         return COMPILE_UNMET;
@@ -637,8 +647,18 @@ static int preconditions(ev *e, const sched_def *s)
     return COMPILE_OK;
 }
 
-int compile_check(const sched_lib *lib, const sched_def *s, const compile_args *a, diag *d)
+/* Callers may leave nbufs at 0: one buffer. */
+static compile_args normalized(const compile_args *a)
 {
+    compile_args n = *a;
+    if (n.nbufs == 0) n.nbufs = 1;
+    return n;
+}
+
+int compile_check(const sched_lib *lib, const sched_def *s, const compile_args *given, diag *d)
+{
+    compile_args args = normalized(given);
+    const compile_args *a = &args;
     if (check_args(a, s, d)) return COMPILE_ERROR;
     ev e;
     start(&e, lib, a, d, s);
@@ -673,8 +693,10 @@ static nbc_program *assemble(ev *e, const sched_def *s)
     return p;
 }
 
-int compile_program(const sched_lib *lib, const sched_def *s, const compile_args *a, nbc_program **out, diag *d)
+int compile_program(const sched_lib *lib, const sched_def *s, const compile_args *given, nbc_program **out, diag *d)
 {
+    compile_args args = normalized(given);
+    const compile_args *a = &args;
     *out = NULL;
     if (check_args(a, s, d)) return COMPILE_ERROR;
     ev e;

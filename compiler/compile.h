@@ -16,6 +16,7 @@ typedef struct {
     int inplace;         /* sendbuf is the receive buffer */
     int commutative;     /* the op is commutative */
     int64_t root;
+    int64_t nbufs;       /* buffers of a multi-buffer call; 0 or 1 otherwise: see bufs() */
     uint64_t max_steps;  /* bound on loop iterations plus instructions; 0: the default */
     int nparams;         /* values for the schedule's `param`s, overriding their defaults */
     struct {

@@ -24,6 +24,11 @@ typedef enum {
 } nbc_opcode;
 
 typedef enum { SLOT_SEND, SLOT_RECV, SLOT_SCRATCH, SLOT_COUNT_ } nbc_slot;
+/* Multi-buffer calls (nbc_iallreduce_multi) name their buffers 1 .. nbufs-1 by the slots
+ * SLOT_EXTRA + 0 .. (buffer 0 is the receive buffer). */
+#define SLOT_EXTRA SLOT_COUNT_
+#define NBC_MAX_BUFFERS 16
+#define NBC_MAX_SLOTS (SLOT_EXTRA + NBC_MAX_BUFFERS - 1)
 
 typedef struct {
     uint8_t op;       /* nbc_opcode */

@@ -341,7 +341,7 @@ static int receive(sctx *c, uint32_t r)
             done.ovh++;
             k->cur = done;
         }
-        k->end = later(k->end, done);
+        k->end = later(done, k->end); /* on a tie the message makes the more telling path */
         if (c->h && c->h->message)
             c->h->message(c->h->ctx, (uint32_t)t.peer, got.src_round, got.sent, r, k->round, got.at.t, got.len);
     }

@@ -465,23 +465,23 @@ static void explain(const vctx *v, const sym_piece *got, const sym_piece *want, 
     if (want->cnt == 1) {
         for (int64_t q = 0; q < v->p; q++)
             if (got->cnt == 1 && got->sum == key(v, (uint64_t)q)) {
-                snprintf(out, size, "holds rank %" PRId64 "'s data instead of rank %u's", q, want->lo);
+                snprintf(out, size, "hold rank %" PRId64 "'s data instead of rank %u's", q, want->lo);
                 return;
             }
     }
     if (got->cnt + 1 == want->cnt)
         for (int64_t q = 0; q < v->p; q++)
             if (want->sum - got->sum == key(v, (uint64_t)q)) {
-                snprintf(out, size, "misses rank %" PRId64 "'s contribution", q);
+                snprintf(out, size, "miss rank %" PRId64 "'s contribution", q);
                 return;
             }
     if (got->cnt == want->cnt + 1)
         for (int64_t q = 0; q < v->p; q++)
             if (got->sum - want->sum == key(v, (uint64_t)q)) {
-                snprintf(out, size, "counts rank %" PRId64 "'s contribution twice", q);
+                snprintf(out, size, "count rank %" PRId64 "'s contribution twice", q);
                 return;
             }
-    snprintf(out, size, "combines %u contributions where %u ranks' are expected, each once (some are missing or repeated)",
+    snprintf(out, size, "combine %u contributions where %u ranks' are expected, each once (some are missing or repeated)",
              got->cnt, want->cnt);
 }
 

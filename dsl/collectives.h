@@ -11,6 +11,7 @@ typedef enum {
     COLL_BARRIER,        /* no data: schedules exchange 1-byte tokens in scratch */
     COLL_REDUCE_SCATTER, /* block form: recv[k] = ⊕_r send_r[rank·count + k]  send p·count, recv count */
     COLL_ALLGATHER,      /* recv[r·count + k] = send_r[k]                    send count, recv p·count */
+    COLL_ALLREDUCE_MULTI,/* every bufs(i)[k] = ⊕_r ⊕_j bufs_r(j)[k], in place; recvbuf is bufs(0) */
     COLL_COUNT_
 } nbc_collective;
 

@@ -14,7 +14,7 @@
 #include "lexer.h"
 
 const char *const collective_names[COLL_COUNT_] = {"allreduce", "reduce", "bcast", "barrier",
-                                                   "reduce_scatter", "allgather"};
+                                                   "reduce_scatter", "allgather", "allreduce_multi"};
 
 coll_shape collective_shape(nbc_collective c, int64_t p, int64_t rank, int64_t root, int64_t count, int inplace)
 {

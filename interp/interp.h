@@ -10,7 +10,7 @@
 
 typedef struct {
     const nbc_program *prog;
-    char *base[SLOT_COUNT_];  /* the buffers behind the slots */
+    char *base[NBC_MAX_SLOTS]; /* the buffers behind the slots */
     MPI_Comm comm;
     int tag;
     MPI_Datatype datatype;

@@ -129,6 +129,8 @@ static int check_op(MPI_Op op, MPI_Datatype dt, reduce_fn *kernel, int *commutat
 typedef struct {
     nbc_collective coll;
     const char *fn;          /* the public function, for messages */
+    void *const *bufs;       /* nbc_iallreduce_multi's buffers, nbufs of them */
+    int nbufs;
     const void *sendbuf;
     void *recvbuf;
     int count, root;
@@ -139,7 +141,7 @@ typedef struct {
 
 static int reduces(nbc_collective c)
 {
-    return c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_REDUCE_SCATTER;
+    return c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_REDUCE_SCATTER || c == COLL_ALLREDUCE_MULTI;
 }
 
 /* Every argument is checked before anything is touched. */
@@ -159,6 +161,13 @@ static int check_call(const call *c, int size, int rank, MPI_Aint *esize, reduce
     int inplace = c->sendbuf == MPI_IN_PLACE;
     if (c->coll == COLL_REDUCE && inplace && rank != c->root)
         return nbc_fail(MPI_ERR_BUFFER, "%s: MPI_IN_PLACE is for the root only", c->fn);
+    if (c->coll == COLL_ALLREDUCE_MULTI) {
+        if (c->nbufs < 1 || c->nbufs > NBC_MAX_BUFFERS || !c->bufs)
+            return nbc_fail(MPI_ERR_ARG, "%s: nbufs must be 1 .. %d and bufs not NULL", c->fn, NBC_MAX_BUFFERS);
+        for (int i = 0; i < c->nbufs; i++)
+            if (c->count > 0 && !c->bufs[i]) return nbc_fail(MPI_ERR_BUFFER, "%s: bufs[%d] is NULL", c->fn, i);
+        return MPI_SUCCESS;
+    }
     int needs_send = c->coll != COLL_BCAST && !inplace;
     int needs_recv = c->coll != COLL_REDUCE || rank == c->root;
     if (c->count > 0 && ((needs_send && !c->sendbuf) || (needs_recv && !c->recvbuf)))
@@ -184,7 +193,8 @@ static int start(const call *c, nbc_request *request)
     if ((rc = comm_state_of(c->comm, &cs))) return rc;
     int inplace = c->sendbuf == MPI_IN_PLACE;
     compile_args args = {.p = size, .rank = rank, .count = c->coll == COLL_BARRIER ? 0 : c->count,
-                         .esize = esize, .inplace = inplace, .commutative = commutative, .root = c->root};
+                         .esize = esize, .inplace = inplace, .commutative = commutative, .root = c->root,
+                         .nbufs = c->nbufs};
     cache_entry *entry;
     if ((rc = select_program(c->coll, &args, &entry))) return rc;
     const nbc_program *prog = cache_entry_program(entry);
@@ -202,6 +212,7 @@ static int start(const call *c, nbc_request *request)
     r->st.base[SLOT_SEND] = (char *)(inplace ? c->recvbuf : (void *)(uintptr_t)c->sendbuf);
     r->st.base[SLOT_RECV] = c->recvbuf;
     r->st.base[SLOT_SCRATCH] = r->scratch;
+    for (int i = 1; i < c->nbufs; i++) r->st.base[SLOT_EXTRA + i - 1] = c->bufs[i];
     req_start(r);
     *request = r;
     return MPI_SUCCESS;
@@ -210,33 +221,33 @@ static int start(const call *c, nbc_request *request)
 int nbc_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                    MPI_Comm comm, nbc_request *request)
 {
-    call c = {COLL_ALLREDUCE, "nbc_iallreduce", sendbuf, recvbuf, count, 0, datatype, op, comm};
+    call c = {COLL_ALLREDUCE, "nbc_iallreduce", NULL, 1, sendbuf, recvbuf, count, 0, datatype, op, comm};
     return start(&c, request);
 }
 
 int nbc_ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
                 MPI_Comm comm, nbc_request *request)
 {
-    call c = {COLL_REDUCE, "nbc_ireduce", sendbuf, recvbuf, count, root, datatype, op, comm};
+    call c = {COLL_REDUCE, "nbc_ireduce", NULL, 1, sendbuf, recvbuf, count, root, datatype, op, comm};
     return start(&c, request);
 }
 
 int nbc_ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, nbc_request *request)
 {
-    call c = {COLL_BCAST, "nbc_ibcast", NULL, buffer, count, root, datatype, MPI_OP_NULL, comm};
+    call c = {COLL_BCAST, "nbc_ibcast", NULL, 1, NULL, buffer, count, root, datatype, MPI_OP_NULL, comm};
     return start(&c, request);
 }
 
 int nbc_ibarrier(MPI_Comm comm, nbc_request *request)
 {
-    call c = {COLL_BARRIER, "nbc_ibarrier", NULL, NULL, 0, 0, MPI_BYTE, MPI_OP_NULL, comm};
+    call c = {COLL_BARRIER, "nbc_ibarrier", NULL, 1, NULL, NULL, 0, 0, MPI_BYTE, MPI_OP_NULL, comm};
     return start(&c, request);
 }
 
 int nbc_ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
                               MPI_Op op, MPI_Comm comm, nbc_request *request)
 {
-    call c = {COLL_REDUCE_SCATTER, "nbc_ireduce_scatter_block", sendbuf, recvbuf, recvcount, 0, datatype, op, comm};
+    call c = {COLL_REDUCE_SCATTER, "nbc_ireduce_scatter_block", NULL, 1, sendbuf, recvbuf, recvcount, 0, datatype, op, comm};
     return start(&c, request);
 }
 
@@ -246,7 +257,15 @@ int nbc_iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
     if (sendbuf != MPI_IN_PLACE && (sendcount != recvcount || sendtype != recvtype))
         return nbc_fail(sendcount != recvcount ? MPI_ERR_COUNT : MPI_ERR_TYPE,
                         "nbc_iallgather: send and receive counts and types must be equal");
-    call c = {COLL_ALLGATHER, "nbc_iallgather", sendbuf, recvbuf, recvcount, 0, recvtype, MPI_OP_NULL, comm};
+    call c = {COLL_ALLGATHER, "nbc_iallgather", NULL, 1, sendbuf, recvbuf, recvcount, 0, recvtype, MPI_OP_NULL, comm};
+    return start(&c, request);
+}
+
+int nbc_iallreduce_multi(void *bufs[], int nbufs, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                         nbc_request *request)
+{
+    call c = {COLL_ALLREDUCE_MULTI, "nbc_iallreduce_multi", bufs, nbufs, MPI_IN_PLACE,
+              bufs && nbufs > 0 ? bufs[0] : NULL, count, 0, datatype, op, comm};
     return start(&c, request);
 }
 

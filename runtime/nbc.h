@@ -50,6 +50,14 @@ int nbc_ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
 int nbc_iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                    int recvcount, MPI_Datatype recvtype, MPI_Comm comm, nbc_request *request);
 
+/* Gloo's multi-buffer allreduce: reduces the nbufs local buffers (1 .. 16, count elements
+ * each) of every process and leaves the result in all of them. The local reduction and the
+ * local broadcast are part of the schedule, pipelined with the communication where the
+ * schedule allows (allreduce_multi_gloo_ring_chunked folds each chunk in just before it first
+ * travels and copies it out as soon as it is final). */
+int nbc_iallreduce_multi(void *bufs[], int nbufs, int count, MPI_Datatype datatype, MPI_Op op,
+                         MPI_Comm comm, nbc_request *request);
+
 /* Advance every active request as far as it can go without blocking. Returns the number of
  * requests that completed in this call (>= 0) or, should MPI fail, an MPI error code < 0. */
 int nbc_progress(void);
@@ -70,7 +78,8 @@ int nbc_load_schedules(const char *path);
  * "reduce_scatter", "allgather") by name, optionally with parameters:
  * "segmented_ring:segsize=65536". A name may leave out its collective's prefix ("ring" for
  * "allreduce_ring"). NULL or "" restores automatic selection. The environment variables
- * NBC_ALLREDUCE, NBC_REDUCE, NBC_BCAST, NBC_BARRIER, NBC_REDUCE_SCATTER and NBC_ALLGATHER do
+ * NBC_ALLREDUCE, NBC_REDUCE, NBC_BCAST, NBC_BARRIER, NBC_REDUCE_SCATTER, NBC_ALLGATHER and
+ * NBC_ALLREDUCE_MULTI do
  * the same at nbc_init. A forced schedule whose preconditions fail makes the collective return
  * MPI_ERR_ARG, with the failed condition in nbc_error_message. */
 int nbc_set_schedule(const char *collective, const char *name);

@@ -189,6 +189,7 @@ static const sched_def *choose(nbc_collective coll, const compile_args *a, diag 
         [COLL_BARRIER] = {"barrier_dissemination", "barrier_all_to_one"},
         [COLL_REDUCE_SCATTER] = {"reduce_scatter_halving", "reduce_scatter_pairwise"},
         [COLL_ALLGATHER] = {"allgather_recursive_doubling", "allgather_ring"},
+        [COLL_ALLREDUCE_MULTI] = {"allreduce_multi_gloo_ring_chunked", "allreduce_multi_local"},
     };
     static const char *const long_allreduce[] = {"allreduce_rabenseifner", "allreduce_ring", "allreduce_recursive_doubling"};
     const char *const *names = order[coll];
@@ -214,7 +215,7 @@ int select_program(nbc_collective coll, const compile_args *call, cache_entry **
     with_params.nparams = f->nparams;
     cache_key key = {.schedule = s ? lib_identity(lib, s) : XXH3_64bits_withSeed("auto", 4, generation * 64 + coll),
                      .p = a->p, .rank = a->rank, .count = a->count, .esize = a->esize,
-                     .flags = (a->inplace ? 1 : 0) | (a->commutative ? 2 : 0), .root = a->root,
+                     .flags = (a->inplace ? 1 : 0) | (a->commutative ? 2 : 0) | a->nbufs << 8, .root = a->root,
                      .param = f->nparams ? (int64_t)XXH3_64bits(f, sizeof *f) : 0};
     *out = cache_acquire(programs, &key);
     if (*out) return MPI_SUCCESS;

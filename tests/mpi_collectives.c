@@ -248,6 +248,71 @@ static void noncommutative(MPI_Datatype mat, MPI_Op op)
     }
 }
 
+/* nbc_iallreduce_multi: every buffer of every rank ends with the sum over all of them. */
+static void multi(MPI_Datatype mat, MPI_Op matop)
+{
+    static const char *const names[] = {NULL, "allreduce_multi_gloo_ring_chunked", "allreduce_multi_local"};
+    const int counts[] = {0, 1, size - 1, size + 1, 10007};
+    for (int s = 0; s < 3; s++) {
+        nbc_set_schedule("allreduce_multi", names[s]);
+        for (int nbufs = 1; nbufs <= 3; nbufs++)
+            for (int k = 0; k < 5; k++)
+                for (int t = 0; t < NTYPES; t++) {
+                    int count = counts[k];
+                    int c = new_case("allreduce_multi p=%d %s nbufs=%d %s count=%d", size, names[s] ? names[s] : "auto",
+                                     nbufs, type_names[t], count);
+                    MPI_Datatype dt = t == T_I64 ? MPI_INT64_T : t == T_DOUBLE ? MPI_DOUBLE : MPI_INT;
+                    size_t es = t == T_INT ? sizeof(int) : 8;
+                    void *bufs[3];
+                    for (int b = 0; b < nbufs; b++) {
+                        bufs[b] = malloc(es * (size_t)(count + 1));
+                        for (long i = 0; i < count; i++) put(bufs[b], i, t, value(rank * 3 + b, i, t));
+                    }
+                    nbc_request r;
+                    int rc = nbc_iallreduce_multi(bufs, nbufs, count, dt, t == T_INT ? MPI_MAX : MPI_SUM, MPI_COMM_WORLD, &r);
+                    if (rc == MPI_SUCCESS) rc = nbc_wait(&r);
+                    if (rc != MPI_SUCCESS) fail(c, "error %d: %.100s", rc, nbc_error_message());
+                    for (int b = 0; b < nbufs && !failed[c]; b++)
+                        for (long i = 0; i < count && !failed[c]; i++) {
+                            int64_t want = value(0, i, t);
+                            for (int q = 0; q < size; q++)
+                                for (int j = 0; j < nbufs; j++)
+                                    if (q || j) want = combine(want, value(q * 3 + j, i, t), t);
+                            if (get(bufs[b], i, t) != want)
+                                fail(c, "buffer %d element %ld is %lld, expected %lld", b, i, (long long)get(bufs[b], i, t), (long long)want);
+                        }
+                    for (int b = 0; b < nbufs; b++) free(bufs[b]);
+                }
+    }
+    /* the ordered schedule with a non-commutative op: process-major, then buffer order */
+    nbc_set_schedule("allreduce_multi", "allreduce_multi_local");
+    int c = new_case("allreduce_multi p=%d allreduce_multi_local non-commutative matrix product, 2 buffers", size);
+    int m0[4 * 3], m1[4 * 3];
+    for (int i = 0; i < 3; i++) matrix_of(2 * rank, i, m0 + 4 * i), matrix_of(2 * rank + 1, i, m1 + 4 * i);
+    void *bufs[2] = {m0, m1};
+    nbc_request r;
+    int rc = nbc_iallreduce_multi(bufs, 2, 3, mat, matop, MPI_COMM_WORLD, &r);
+    if (rc == MPI_SUCCESS) rc = nbc_wait(&r);
+    if (rc != MPI_SUCCESS) fail(c, "error %d: %.100s", rc, nbc_error_message());
+    for (int i = 0; i < 3 && !failed[c]; i++) {
+        int want[4] = {1, 0, 0, 1}, m[4];
+        for (int q = 0; q < 2 * size; q++) {
+            matrix_of(q, i, m);
+            int w[4] = {want[0] * m[0] + want[1] * m[2], want[0] * m[1] + want[1] * m[3],
+                        want[2] * m[0] + want[3] * m[2], want[2] * m[1] + want[3] * m[3]};
+            memcpy(want, w, sizeof w);
+        }
+        if (memcmp(want, m0 + 4 * i, sizeof want) || memcmp(want, m1 + 4 * i, sizeof want))
+            fail(c, "matrix %d differs from the ordered product", i);
+    }
+    nbc_set_schedule("allreduce_multi", "allreduce_multi_gloo_ring_chunked");
+    c = new_case("allreduce_multi p=%d allreduce_multi_gloo_ring_chunked refuses a non-commutative op", size);
+    rc = nbc_iallreduce_multi(bufs, 2, 3, mat, matop, MPI_COMM_WORLD, &r);
+    if (rc != MPI_ERR_ARG) fail(c, "expected MPI_ERR_ARG, got %d", rc);
+    if (rc == MPI_SUCCESS) nbc_wait(&r);
+    nbc_set_schedule("allreduce_multi", NULL);
+}
+
 /* Ordered allreduce schedules give bit-identical doubles everywhere, whatever the rounding. */
 static void bit_identical(void)
 {
@@ -307,6 +372,7 @@ int main(int argc, char **argv)
     MPI_Op op;
     MPI_Op_create(matmul, 0, &op);
     noncommutative(mat, op);
+    multi(mat, op);
     bit_identical();
     nbc_finalize();
 

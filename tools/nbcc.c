@@ -87,6 +87,67 @@ static const char *const usage_list =
     "Lists every schedule known (the built-in ones and those in the files given) with the\n"
     "collective it implements and its preconditions.\n";
 
+static const char *const usage_verify =
+    "usage: nbcc verify NAME|FILE --p LIST [--count N | --counts LIST] [--type T] [--inplace]\n"
+    "                   [--commutative | --noncommutative] [--root R] [--seed S] [--schedule NAME]\n"
+    "\n"
+    "Compiles every rank's program of a schedule (a built-in name, every schedule implementing a\n"
+    "collective in FILE, or --schedule NAME) and runs them together against a simulated network,\n"
+    "for each p and count given. Checks that every send meets a receive of the same length from\n"
+    "the right peer, in posting order, and nothing is left unmatched; that nothing deadlocks (the\n"
+    "cycle of waiting ranks is shown); that no instruction reaches outside its buffer; that no\n"
+    "round writes bytes it also sends or receives; and that every rank ends with exactly the\n"
+    "collective's result: each rank's contribution once in each element, and for an 'ordered'\n"
+    "schedule in rank order 0, 1, ..., p-1 with the same grouping on every rank. A failure names\n"
+    "the schedule's file:line:column, the rank, the round and the instruction.\n"
+    "  --p LIST         process counts: 8, 1..64, 2,4,8 or 2..1024*2 (default 1..16)\n"
+    "  --count N        elements (default: --counts 1,p+1,1001)\n"
+    "  --counts LIST    several counts; items may use p, as in 0,p-1,2p+1\n"
+    "  --type T         element type, as for nbcc dump (default int)\n"
+    "  --inplace        sendbuf is MPI_IN_PLACE\n"
+    "  --commutative    only a commutative op\n"
+    "  --noncommutative only a non-commutative op (default: a commutative one, and also a\n"
+    "                   non-commutative one for 'ordered' schedules, where the order is checked)\n"
+    "  --root R         the root of a rooted collective (default 0)\n"
+    "  --seed S         seed of the random contributions (default 1)\n"
+    "Exit status 1 when a check fails, or when the schedule applies to none of the cases.\n";
+
+static const char *const usage_simulate =
+    "usage: nbcc simulate NAME|FILE --p P (--bytes N | --count N) [--type T] [--model SPEC]\n"
+    "                     [--inplace] [--noncommutative] [--root R] [--rounds N] [--schedule NAME]\n"
+    "       nbcc simulate --compare [NAME|FILE...] [--collective C] [--p LIST] [--bytes LIST]\n"
+    "                     [--type T] [--model SPEC] [--inplace] [--noncommutative]\n"
+    "\n"
+    "Predicts when each rank of a schedule finishes under a cost model, running all the ranks'\n"
+    "programs against a timed network, and prints the time, the critical path (as the model\n"
+    "terms it adds up to, and for p <= 4096 the ranks and rounds it goes through) and a table of\n"
+    "the rounds. A message of n bytes takes alpha + n*beta and leaves through its sender's one\n"
+    "port; reducing n bytes takes n*gamma; copies are free. With LogGP, a message costs o at\n"
+    "each end, (n-1)*G on the wire plus L, and the port is busy g more after each message.\n"
+    "With --compare, every schedule implementing the collective (of the schedules named, else\n"
+    "--collective, default allreduce) that applies is simulated over a grid of p and sizes, and\n"
+    "the winner of each cell is shown.\n"
+    "  --p P            processes (a LIST for --compare; default 2,3,4,8,16,32,64,128,256)\n"
+    "  --bytes N        message size in bytes (a LIST for --compare; k, m, g suffixes;\n"
+    "                   default 8,64,512,4k,32k,256k,2m); --count N gives elements instead\n"
+    "  --type T         element type, as for nbcc dump (default int)\n"
+    "  --model SPEC     alpha=S,beta=S,gamma=S (seconds, seconds per byte; default\n"
+    "                   alpha=1e-6,beta=1e-10,gamma=1e-10), or LogGP L=S,o=S,g=S,G=S[,gamma=S]\n"
+    "  --inplace        sendbuf is MPI_IN_PLACE\n"
+    "  --noncommutative the op is not commutative\n"
+    "  --root R         the root of a rooted collective (default 0)\n"
+    "  --rounds N       rows of the round table (default 64)\n";
+
+static const char *const usage_draw =
+    "usage: nbcc draw NAME|FILE --p P --count N [-o FILE] [--format svg|dot|text] [--type T]\n"
+    "                 [--inplace] [--noncommutative] [--root R] [--schedule NAME]\n"
+    "\n"
+    "Draws a space-time diagram of a schedule: one row per rank, one column per step (unit\n"
+    "latency), a box per round with its reductions and copies marked, an arrow per message\n"
+    "labelled with its size. --format dot writes the same for Graphviz; --format text prints,\n"
+    "per step, the rank-by-rank matrix of bytes moved. The format defaults to the extension of\n"
+    "-o FILE (.svg, .dot, .txt), else svg; without -o the drawing goes to standard output.\n";
+
 static int wants_help(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
@@ -329,6 +390,454 @@ static int cmd_list(int argc, char **argv)
     return 0;
 }
 
+/* ---- lists of numbers: "1..33", "2,4,8", "2..1024*2", "0..100+10"; items may use p ("p+1",
+ * "2p-1") when a p is given, and k, m, g suffixes (powers of 1024) ---- */
+
+static int parse_term(const char **s, int64_t p, int has_p, int64_t *out)
+{
+    int64_t x = 1;
+    int digits = 0;
+    if (isdigit((unsigned char)**s)) {
+        char *end;
+        x = strtoll(*s, &end, 10);
+        *s = end;
+        digits = 1;
+        const char *u = strchr("kmg", tolower((unsigned char)**s));
+        if (**s && u) {
+            x <<= 10 * (u - "kmg" + 1);
+            (*s)++;
+        }
+        if (**s == '*' && (*s)[1] == 'p') (*s)++;
+    }
+    if (**s == 'p') {
+        if (!has_p) return -1;
+        x *= p;
+        (*s)++;
+    } else if (!digits) {
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+static int parse_expr(const char **s, int64_t p, int has_p, int64_t *out)
+{
+    int64_t sum = 0, sign = 1;
+    if (**s == '-') sign = -1, (*s)++;
+    for (;;) {
+        int64_t t;
+        if (parse_term(s, p, has_p, &t)) return -1;
+        sum += sign * t;
+        if (**s != '+' && **s != '-') break;
+        if (**s == '+' && !isdigit((unsigned char)(*s)[1]) && (*s)[1] != 'p') break;
+        sign = **s == '-' ? -1 : 1;
+        (*s)++;
+    }
+    *out = sum;
+    return 0;
+}
+
+/* Expands text into *out (malloc'ed, *n items). Returns 0, or -1 after a message. */
+static int expand_list(const char *opt, const char *text, int64_t p, int has_p, int64_t **out, size_t *n)
+{
+    size_t cap = 16;
+    *n = 0;
+    *out = malloc(cap * sizeof **out);
+    const char *s = text;
+    while (*out) {
+        int64_t lo, hi, step = 1;
+        char how = '+';
+        if (parse_expr(&s, p, has_p, &lo)) break;
+        hi = lo;
+        if (s[0] == '.' && s[1] == '.') {
+            s += 2;
+            if (parse_expr(&s, p, has_p, &hi)) break;
+            if (*s == '*' || *s == '+') {
+                how = *s++;
+                if (parse_term(&s, p, 0, &step)) break;
+            }
+            if (step < (how == '*' ? 2 : 1)) break;
+        }
+        for (int64_t x = lo; x <= hi; x = how == '*' ? x * step : x + step) {
+            if (*n == cap) {
+                int64_t *v = cap < (1u << 24) ? realloc(*out, 2 * cap * sizeof *v) : NULL;
+                if (!v) goto bad;
+                *out = v;
+                cap *= 2;
+            }
+            (*out)[(*n)++] = x;
+            if (how == '*' && x <= 0) break;
+        }
+        if (!*s) return 0;
+        if (*s++ != ',') break;
+    }
+bad:
+    fprintf(stderr, "nbcc: %s wants a list such as 1..33, 2,4,8, 2..1024*2%s, not '%s'\n", opt,
+            has_p ? " or 1,p+1,2p-1" : " or 8,4k,1m", text);
+    free(*out);
+    *out = NULL;
+    return -1;
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) + 1e-9 * (double)(t.tv_nsec - t0->tv_nsec);
+}
+
+/* ---- verify ---- */
+
+typedef struct {
+    const char *p_text, *counts_text;
+    int esize, inplace, only_commutative, only_noncommutative;
+    long long root, seed;
+} verify_opts;
+
+static int verify_one(const sched_lib *lib, const sched_def *s, const verify_opts *o)
+{
+    int64_t *ps;
+    size_t nps;
+    if (expand_list("--p", o->p_text, 0, 0, &ps, &nps)) return 2;
+    int c = collective_from_name(s->collective);
+    int reduces = c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_REDUCE_SCATTER;
+    int variants[2], nv = 0;
+    if (!o->only_noncommutative) variants[nv++] = 1;
+    if (o->only_noncommutative || (!o->only_commutative && s->ordered && reduces)) variants[nv++] = 0;
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    verify_stats st = {0};
+    long runs = 0, skipped = 0;
+    int bad = 0;
+    diag d;
+    diag_init(&d);
+    for (size_t i = 0; i < nps && !bad; i++) {
+        if (ps[i] < 1 || o->root >= ps[i]) {
+            fprintf(stderr, "nbcc verify: p = %" PRId64 " is not a process count%s\n", ps[i], ps[i] >= 1 ? " with that --root" : "");
+            bad = 2;
+            break;
+        }
+        int64_t *counts;
+        size_t ncounts;
+        if (expand_list("--counts", o->counts_text, ps[i], 1, &counts, &ncounts)) {
+            bad = 2;
+            break;
+        }
+        for (size_t j = 0; j < ncounts && !bad; j++) {
+            if (counts[j] < 0) continue; /* 0 or p-1 at p = 1, say: nothing to do */
+            for (int k = 0; k < nv && !bad; k++) {
+                verify_args a = {.p = ps[i], .count = counts[j], .esize = o->esize, .root = o->root, .inplace = o->inplace,
+                                 .commutative = variants[k], .seed = (uint64_t)o->seed};
+                int rc = verify_schedule(lib, s, &a, &d, &st);
+                if (rc == VERIFY_SKIP) skipped++;
+                if (rc == VERIFY_OK) runs++;
+                if (rc == VERIFY_FAIL) {
+                    fprintf(stderr, "%s", d.text ? d.text : "");
+                    bad = 1;
+                }
+            }
+        }
+        free(counts);
+    }
+    diag_free(&d);
+    free(ps);
+    if (bad) return bad;
+    if (runs == 0) {
+        fprintf(stderr, "%s (%s): nothing verified: its requirements fail for every p and count given\n", s->name, s->src->name);
+        return 1;
+    }
+    printf("%s (%s): ok, %ld runs (p = %s; counts %s;%s %s)", s->name, s->src->name, runs, o->p_text, o->counts_text,
+           o->inplace ? " in place;" : "", nv == 2 ? "commutative and non-commutative op" : variants[0] ? "commutative op" : "non-commutative op");
+    if (skipped) printf(", %ld skipped by its requirements", skipped);
+    printf("; %" PRIu64 " programs, %" PRIu64 " instructions, %" PRIu64 " messages; %.2f s\n", st.programs, st.insns, st.messages,
+           seconds_since(&t0));
+    return 0;
+}
+
+static int cmd_verify(int argc, char **argv)
+{
+    if (wants_help(argc, argv)) {
+        fputs(usage_verify, stdout);
+        return 0;
+    }
+    static const struct option opts[] = {
+        {"p", required_argument, 0, 'p'},         {"count", required_argument, 0, 'c'},
+        {"counts", required_argument, 0, 'C'},    {"type", required_argument, 0, 't'},
+        {"inplace", no_argument, 0, 'i'},         {"commutative", no_argument, 0, 'm'},
+        {"noncommutative", no_argument, 0, 'n'},  {"root", required_argument, 0, 'R'},
+        {"seed", required_argument, 0, 'S'},      {"schedule", required_argument, 0, 's'},
+        {0, 0, 0, 0},
+    };
+    verify_opts o = {.p_text = "1..16", .counts_text = "1,p+1,1001", .esize = 4, .seed = 1};
+    const char *tname = "int", *sname = NULL;
+    optind = 1;
+    for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        switch (c) {
+        case 'p': o.p_text = optarg; break;
+        case 'c': number("--count", optarg); o.counts_text = optarg; break;
+        case 'C': o.counts_text = optarg; break;
+        case 'i': o.inplace = 1; break;
+        case 'm': o.only_commutative = 1; break;
+        case 'n': o.only_noncommutative = 1; break;
+        case 'R': o.root = number("--root", optarg); break;
+        case 'S': o.seed = number("--seed", optarg); break;
+        case 's': sname = optarg; break;
+        case 't':
+            if (type_by_name(optarg, &o.esize, &tname)) return 2;
+            break;
+        default: fputs(usage_verify, stderr); return 2;
+        }
+    }
+    if (optind != argc - 1 || o.root < 0 || (o.only_commutative && o.only_noncommutative)) {
+        fprintf(stderr, "nbcc verify: %s\n", optind != argc - 1 ? "name one schedule or file"
+                                             : o.root < 0 ? "--root must be >= 0" : "--commutative or --noncommutative, not both");
+        fputs(usage_verify, stderr);
+        return 2;
+    }
+    sched_lib *lib = load_builtins();
+    const sched_def *found[64];
+    int n = find_schedules(lib, argv[optind], sname, found, 64), rc = n > 0 ? 0 : 1;
+    if (n == 0) complain_missing("verify", argv[optind], sname);
+    for (int i = 0; i < n && rc != 2; i++) {
+        int r = verify_one(lib, found[i], &o);
+        if (r > rc) rc = r;
+    }
+    lib_destroy(lib);
+    return rc;
+}
+
+/* ---- simulate ---- */
+
+static int simulate_compare(sched_lib *lib, int argc, char **argv, const char *collective, const char *p_text,
+                            const char *bytes_text, int esize, const char *tname, int inplace, int commutative,
+                            const sim_model *m)
+{
+    for (int i = 0; i < argc; i++) { /* the schedules named set the collective, files add theirs */
+        const sched_def *s;
+        int n = find_schedules(lib, argv[i], NULL, &s, 1);
+        if (n < 0) return 1;
+        if (n == 0) {
+            complain_missing("simulate", argv[i], NULL);
+            return 1;
+        }
+        if (!collective) collective = s->collective;
+    }
+    if (!collective) collective = "allreduce";
+    if (collective_from_name(collective) < 0) {
+        fprintf(stderr, "nbcc simulate: unknown collective '%s'\n", collective);
+        return 2;
+    }
+    int64_t *ps, *bytes;
+    size_t nps, nbytes;
+    if (expand_list("--p", p_text, 0, 0, &ps, &nps)) return 2;
+    if (expand_list("--bytes", bytes_text, 0, 0, &bytes, &nbytes)) {
+        free(ps);
+        return 2;
+    }
+    for (size_t i = 0; i < nps; i++)
+        if (ps[i] < 1) {
+            fprintf(stderr, "nbcc simulate: p = %" PRId64 " is not a process count\n", ps[i]);
+            free(ps), free(bytes);
+            return 2;
+        }
+    compare_grid g = {collective, ps, nps, bytes, nbytes, esize, tname, inplace, commutative};
+    diag d;
+    diag_init(&d);
+    int rc = compare_schedules(lib, &g, m, stdout, &d);
+    if (rc) fprintf(stderr, "%s", d.text ? d.text : "");
+    diag_free(&d);
+    free(ps);
+    free(bytes);
+    return rc ? 1 : 0;
+}
+
+static int cmd_simulate(int argc, char **argv)
+{
+    if (wants_help(argc, argv)) {
+        fputs(usage_simulate, stdout);
+        return 0;
+    }
+    static const struct option opts[] = {
+        {"p", required_argument, 0, 'p'},          {"bytes", required_argument, 0, 'b'},
+        {"count", required_argument, 0, 'c'},      {"type", required_argument, 0, 't'},
+        {"model", required_argument, 0, 'M'},      {"inplace", no_argument, 0, 'i'},
+        {"noncommutative", no_argument, 0, 'n'},   {"root", required_argument, 0, 'R'},
+        {"rounds", required_argument, 0, 'r'},     {"schedule", required_argument, 0, 's'},
+        {"compare", no_argument, 0, 'X'},          {"collective", required_argument, 0, 'L'},
+        {0, 0, 0, 0},
+    };
+    const char *p_text = NULL, *bytes_text = NULL, *tname = "int", *sname = NULL, *collective = NULL;
+    long long count = -1, root = 0, rounds = 64;
+    int esize = 4, inplace = 0, commutative = 1, compare = 0;
+    sim_model m;
+    sim_model_default(&m);
+    optind = 1;
+    for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        char err[200];
+        switch (c) {
+        case 'p': p_text = optarg; break;
+        case 'b': bytes_text = optarg; break;
+        case 'c': count = number("--count", optarg); break;
+        case 'i': inplace = 1; break;
+        case 'n': commutative = 0; break;
+        case 'R': root = number("--root", optarg); break;
+        case 'r': rounds = number("--rounds", optarg); break;
+        case 's': sname = optarg; break;
+        case 'X': compare = 1; break;
+        case 'L': collective = optarg; break;
+        case 'M':
+            if (sim_model_parse(optarg, &m, err, sizeof err)) {
+                fprintf(stderr, "nbcc simulate: %s\n", err);
+                return 2;
+            }
+            break;
+        case 't':
+            if (type_by_name(optarg, &esize, &tname)) return 2;
+            break;
+        default: fputs(usage_simulate, stderr); return 2;
+        }
+    }
+    sched_lib *lib = load_builtins();
+    int rc;
+    if (compare) {
+        rc = simulate_compare(lib, argc - optind, argv + optind, collective, p_text ? p_text : "2,3,4,8,16,32,64,128,256",
+                              bytes_text ? bytes_text : "8,64,512,4k,32k,256k,2m", esize, tname, inplace, commutative, &m);
+        lib_destroy(lib);
+        return rc;
+    }
+    int64_t *ps = NULL, *bs = NULL;
+    size_t nps = 0, nbs = 0;
+    const char *why = optind != argc - 1 ? "name one schedule or file (or give --compare)"
+                      : !p_text ? "--p P is required"
+                      : expand_list("--p", p_text, 0, 0, &ps, &nps) || nps != 1 || ps[0] < 1 ? "--p wants one process count"
+                      : (!bytes_text) == (count < 0) ? "give --bytes N or --count N"
+                      : bytes_text && (expand_list("--bytes", bytes_text, 0, 0, &bs, &nbs) || nbs != 1 || bs[0] < 0 || bs[0] % esize)
+                          ? "--bytes wants one size, a whole number of elements"
+                      : root < 0 || root >= ps[0] ? "--root must be in 0..p-1" : rounds < 0 ? "--rounds must be >= 0" : NULL;
+    if (why) {
+        fprintf(stderr, "nbcc simulate: %s\n", why);
+        fputs(usage_simulate, stderr);
+        free(ps), free(bs), lib_destroy(lib);
+        return 2;
+    }
+    if (bs) count = bs[0] / esize;
+    const sched_def *s;
+    int n = find_schedules(lib, argv[optind], sname, &s, 1);
+    if (n <= 0) {
+        if (n == 0) complain_missing("simulate", argv[optind], sname);
+        free(ps), free(bs), lib_destroy(lib);
+        return 1;
+    }
+    sim_args a = {.p = ps[0], .count = count, .esize = esize, .root = root, .inplace = inplace, .commutative = commutative,
+                  .record_hops = ps[0] <= 4096};
+    sim_result res;
+    diag d;
+    diag_init(&d);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    rc = simulate_schedule(lib, s, &a, &m, NULL, &res, &d);
+    if (rc == SIM_OK) {
+        printf("%s (%s) p=%" PRId64 " count=%lld type=%s (%lld bytes)%s%s, ", s->name, s->src->name, a.p, count, tname,
+               count * esize, inplace ? " inplace" : "", commutative ? "" : " noncommutative");
+        sim_model_print(&m, stdout);
+        printf("\n");
+        sim_report(&res, &m, (uint32_t)(rounds > UINT32_MAX ? UINT32_MAX : rounds), stdout);
+        printf("simulated in %.2f s\n", seconds_since(&t0));
+        sim_result_free(&res);
+    } else if (rc == SIM_SKIP) {
+        fprintf(stderr, "nbcc simulate: '%s' does not apply for p = %" PRId64 ", count = %lld (its requirements fail; nbcc list shows them)\n",
+                s->name, a.p, count);
+    } else {
+        fprintf(stderr, "%s", d.text ? d.text : "");
+    }
+    diag_free(&d);
+    free(ps), free(bs), lib_destroy(lib);
+    return rc == SIM_OK ? 0 : 1;
+}
+
+/* ---- draw ---- */
+
+static int cmd_draw(int argc, char **argv)
+{
+    if (wants_help(argc, argv)) {
+        fputs(usage_draw, stdout);
+        return 0;
+    }
+    static const struct option opts[] = {
+        {"p", required_argument, 0, 'p'},          {"count", required_argument, 0, 'c'},
+        {"type", required_argument, 0, 't'},       {"format", required_argument, 0, 'f'},
+        {"inplace", no_argument, 0, 'i'},          {"noncommutative", no_argument, 0, 'n'},
+        {"root", required_argument, 0, 'R'},       {"schedule", required_argument, 0, 's'},
+        {0, 0, 0, 0},
+    };
+    long long p = 0, count = -1, root = 0;
+    int esize = 4, inplace = 0, commutative = 1;
+    const char *tname = "int", *sname = NULL, *path = NULL, *format = NULL;
+    optind = 1;
+    for (int c; (c = getopt_long(argc, argv, "o:", opts, NULL)) != -1;) {
+        switch (c) {
+        case 'p': p = number("--p", optarg); break;
+        case 'c': count = number("--count", optarg); break;
+        case 'o': path = optarg; break;
+        case 'f': format = optarg; break;
+        case 'i': inplace = 1; break;
+        case 'n': commutative = 0; break;
+        case 'R': root = number("--root", optarg); break;
+        case 's': sname = optarg; break;
+        case 't':
+            if (type_by_name(optarg, &esize, &tname)) return 2;
+            break;
+        default: fputs(usage_draw, stderr); return 2;
+        }
+    }
+    if (!format && path) {
+        const char *dot = strrchr(path, '.');
+        format = dot && !strcmp(dot, ".dot") ? "dot" : dot && !strcmp(dot, ".txt") ? "text" : "svg";
+    }
+    if (!format) format = "svg";
+    draw_format f = !strcmp(format, "svg") ? DRAW_SVG : !strcmp(format, "dot") ? DRAW_DOT : DRAW_TEXT;
+    const char *why = optind != argc - 1 ? "name one schedule or file"
+                      : p < 1 ? "--p P (P >= 1) is required"
+                      : count < 0 ? "--count N (N >= 0) is required"
+                      : root < 0 || root >= p ? "--root must be in 0..p-1"
+                      : strcmp(format, "svg") && strcmp(format, "dot") && strcmp(format, "text") ? "--format is svg, dot or text" : NULL;
+    if (why) {
+        fprintf(stderr, "nbcc draw: %s\n", why);
+        fputs(usage_draw, stderr);
+        return 2;
+    }
+    sched_lib *lib = load_builtins();
+    const sched_def *s;
+    int n = find_schedules(lib, argv[optind], sname, &s, 1);
+    if (n <= 0) {
+        if (n == 0) complain_missing("draw", argv[optind], sname);
+        lib_destroy(lib);
+        return 1;
+    }
+    /* draw into memory first: a failed drawing leaves no half-written file */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    diag d;
+    diag_init(&d);
+    sim_args a = {.p = p, .count = count, .esize = esize, .root = root, .inplace = inplace, .commutative = commutative};
+    int rc = mem ? draw_schedule(lib, s, &a, tname, f, mem, &d) : -1;
+    if (mem) fclose(mem);
+    if (rc) {
+        fprintf(stderr, "%s", d.text && d.text[0] ? d.text : "nbcc draw: out of memory\n");
+    } else {
+        FILE *out = path ? fopen(path, "w") : stdout;
+        if (!out || fwrite(buf, 1, len, out) != len || (path && fclose(out) != 0)) {
+            fprintf(stderr, "nbcc draw: cannot write %s\n", path ? path : "standard output");
+            rc = -1;
+        }
+    }
+    free(buf);
+    diag_free(&d);
+    lib_destroy(lib);
+    return rc ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -339,6 +848,9 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "check")) return cmd_check(argc - 1, argv + 1);
     if (!strcmp(cmd, "dump")) return cmd_dump(argc - 1, argv + 1);
     if (!strcmp(cmd, "list")) return cmd_list(argc - 1, argv + 1);
+    if (!strcmp(cmd, "verify")) return cmd_verify(argc - 1, argv + 1);
+    if (!strcmp(cmd, "simulate")) return cmd_simulate(argc - 1, argv + 1);
+    if (!strcmp(cmd, "draw")) return cmd_draw(argc - 1, argv + 1);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         fputs(usage_main, stdout);
         return 0;
