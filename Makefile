@@ -26,7 +26,7 @@ STATIC := $(BUILD)/lib/libnbc.a
 SHARED := $(BUILD)/lib/libnbc.so
 NBCC   := $(BINDIR)/nbcc
 
-.PHONY: all demo test install clean deps
+.PHONY: all demo test install clean deps docs
 all: $(STATIC) $(SHARED) $(NBCC) $(EXAMPLES:%=$(BINDIR)/%) $(TESTS:%=$(BUILD)/tests/%)
 
 # Missing Debian packages are installed once per build directory.
@@ -101,6 +101,10 @@ test: all
 	    CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" all > $(SANITIZE).log 2>&1 \
 	    || { tail -n 30 $(SANITIZE).log; exit 1; }
 	@BUILD=$(BUILD) BINDIR=$(BINDIR) SANITIZE_BUILD=$(SANITIZE) sh tests/run.sh
+
+# Tables in docs/ that are read off the compiled programs.
+docs: $(NBCC)
+	sh tools/algorithms-table.sh $(NBCC) > docs/algorithms.md
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \

@@ -493,25 +493,25 @@ void sim_report(const sim_result *r, const sim_model *m, uint32_t max_rounds, FI
                 p->msgs, a, p->xfer, b, p->red, g);
     }
     if (r->nhops) {
-        fprintf(out, "  through (last message first): ");
-        for (size_t i = 0; i < r->nhops; i++) {
+        fprintf(out, "  from the end back: rank %u round %u", r->hops[0].rank, r->hops[0].round);
+        for (size_t i = 1; i < r->nhops; i++) {
             if (i == 12 && r->nhops > 16) {
                 fprintf(out, " <- ... (%zu more)", r->nhops - 16);
                 i = r->nhops - 4;
             }
-            fprintf(out, "%srank %u round %u", i ? " <- " : "", r->hops[i].rank, r->hops[i].round);
+            fprintf(out, " <- message from rank %u round %u", r->hops[i].rank, r->hops[i].round);
         }
         fprintf(out, "\n");
     }
     fprintf(out, "%" PRIu64 " messages, %" PRIu64 " bytes in all; at most %" PRIu64 " messages in flight\n", r->messages, r->bytes,
             r->max_live_messages);
-    fprintf(out, "round  ranks  messages         bytes  max bytes/rank  max reduced/rank    latest end       longest\n");
+    fprintf(out, "round     ranks  messages          bytes  max bytes/rank  max reduced/rank    latest end       longest\n");
     for (uint32_t i = 0; i < r->nrounds && i < max_rounds; i++) {
         const sim_round_stat *s = &r->rounds[i];
         char e[32], l[32];
         sim_format_time(s->latest_end, e, sizeof e);
         sim_format_time(s->longest, l, sizeof l);
-        fprintf(out, "%5u %6u %9u %13" PRIu64 " %15" PRIu64 " %17" PRIu64 " %13s %13s\n", i, s->ranks, s->messages, s->bytes,
+        fprintf(out, "%5u %9u %9u %14" PRIu64 " %15" PRIu64 " %17" PRIu64 " %13s %13s\n", i, s->ranks, s->messages, s->bytes,
                 s->max_rank_bytes, s->max_rank_reduced, e, l);
     }
     if (r->nrounds > max_rounds) fprintf(out, "... %u more rounds (--rounds N shows more)\n", r->nrounds - max_rounds);

@@ -63,6 +63,9 @@ if true; then
     "$BINDIR/nbcc" list > "$tmp/out" 2>&1
     grep -q "allreduce_ring .*allreduce .*commutative, count >= p" "$tmp/out"
     check "nbcc list shows schedules with preconditions" $? "$(cat "$tmp/out")"
+    sh tools/algorithms-table.sh "$BINDIR/nbcc" > "$tmp/alg.md" 2>&1
+    diff -u docs/algorithms.md "$tmp/alg.md" > "$tmp/diff"
+    check "docs/algorithms.md matches the compiled programs (make docs)" $? "$(head -n 20 "$tmp/diff")"
     for cmd in check dump list; do
         "$BINDIR/nbcc" $cmd --help > "$tmp/out" 2>&1 && grep -q "usage: nbcc $cmd" "$tmp/out"
         check "nbcc $cmd --help" $?
