@@ -99,6 +99,7 @@ static const char *err_name(int rc)
     case MPI_ERR_OP: return "MPI_ERR_OP";
     case MPI_ERR_COMM: return "MPI_ERR_COMM";
     case MPI_ERR_REQUEST: return "MPI_ERR_REQUEST";
+    case MPI_ERR_ROOT: return "MPI_ERR_ROOT";
     default: snprintf(buf, sizeof buf, "error %d", rc); return buf;
     }
 }
@@ -154,6 +155,75 @@ static void bad_call(const struct bad_call *t)
         fail(c, "send buffer modified");
     else if (!untouched(recvbuf, RECV_FILL))
         fail(c, "receive buffer modified");
+}
+
+/* ---- bad calls of the other collectives ------------------------------------------------- */
+
+/* Each case makes one call with the buffers filled; it must fail with `want` and leave them. */
+static void expect(const char *name, int want, int (*call)(nbc_request *))
+{
+    int c = new_case(name);
+    memset(sendbuf, SEND_FILL, sizeof sendbuf);
+    memset(recvbuf, RECV_FILL, sizeof recvbuf);
+    nbc_request req = NBC_REQUEST_NULL;
+    int rc = call(&req);
+    if (rc == MPI_SUCCESS && req != NBC_REQUEST_NULL) nbc_wait(&req);
+    if (err_class(rc) != want) fail(c, "got %s (%s)", err_name(rc), nbc_error_message());
+    else if (!untouched(sendbuf, SEND_FILL)) fail(c, "send buffer modified");
+    else if (!untouched(recvbuf, RECV_FILL)) fail(c, "receive buffer modified");
+}
+
+static int reduce_root_too_big(nbc_request *r) { return nbc_ireduce(sendbuf, recvbuf, N, MPI_INT, MPI_SUM, P, MPI_COMM_WORLD, r); }
+static int reduce_root_negative(nbc_request *r) { return nbc_ireduce(sendbuf, recvbuf, N, MPI_INT, MPI_SUM, -1, MPI_COMM_WORLD, r); }
+static int reduce_in_place_off_root(nbc_request *r)
+{
+    return nbc_ireduce(MPI_IN_PLACE, recvbuf, N, MPI_INT, MPI_SUM, me == 0 ? 1 % P : 0, MPI_COMM_WORLD, r);
+}
+static int bcast_root(nbc_request *r) { return nbc_ibcast(recvbuf, N, MPI_INT, P + 3, MPI_COMM_WORLD, r); }
+static int bcast_null(nbc_request *r) { return nbc_ibcast(NULL, N, MPI_INT, 0, MPI_COMM_WORLD, r); }
+static int barrier_comm(nbc_request *r) { return nbc_ibarrier(MPI_COMM_NULL, r); }
+static int barrier_request(nbc_request *r) { (void)r; return nbc_ibarrier(MPI_COMM_WORLD, NULL); }
+static int rs_count(nbc_request *r) { return nbc_ireduce_scatter_block(sendbuf, recvbuf, -2, MPI_INT, MPI_SUM, MPI_COMM_WORLD, r); }
+static int rs_op_on_double(nbc_request *r)
+{
+    return nbc_ireduce_scatter_block(sendbuf, recvbuf, 1, MPI_DOUBLE, MPI_BAND, MPI_COMM_WORLD, r);
+}
+static int ag_counts(nbc_request *r) { return nbc_iallgather(sendbuf, 1, MPI_INT, recvbuf, 2, MPI_INT, MPI_COMM_WORLD, r); }
+static int ag_types(nbc_request *r) { return nbc_iallgather(sendbuf, 1, MPI_INT, recvbuf, 1, MPI_FLOAT, MPI_COMM_WORLD, r); }
+static int multi_nbufs(nbc_request *r)
+{
+    void *bufs[1] = {recvbuf};
+    return nbc_iallreduce_multi(bufs, 0, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, r);
+}
+static int multi_null_buffer(nbc_request *r)
+{
+    void *bufs[2] = {recvbuf, NULL};
+    return nbc_iallreduce_multi(bufs, 2, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, r);
+}
+static int force_bad_param(nbc_request *r) { (void)r; return nbc_set_schedule("allreduce", "segmented_ring:segsz=8"); }
+static int force_bad_syntax(nbc_request *r) { (void)r; return nbc_set_schedule("allreduce", "segmented_ring:segsize"); }
+static int force_wrong_collective(nbc_request *r) { (void)r; return nbc_set_schedule("bcast", "allreduce_ring"); }
+static int force_unknown_collective(nbc_request *r) { (void)r; return nbc_set_schedule("alltoall", "ring"); }
+
+static void other_collectives(void)
+{
+    expect("nbc_ireduce root p -> MPI_ERR_ROOT", MPI_ERR_ROOT, reduce_root_too_big);
+    expect("nbc_ireduce root -1 -> MPI_ERR_ROOT", MPI_ERR_ROOT, reduce_root_negative);
+    if (P > 1) expect("nbc_ireduce MPI_IN_PLACE off the root -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, reduce_in_place_off_root);
+    expect("nbc_ibcast root p+3 -> MPI_ERR_ROOT", MPI_ERR_ROOT, bcast_root);
+    expect("nbc_ibcast NULL buffer -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, bcast_null);
+    expect("nbc_ibarrier MPI_COMM_NULL -> MPI_ERR_COMM", MPI_ERR_COMM, barrier_comm);
+    expect("nbc_ibarrier NULL request -> MPI_ERR_REQUEST", MPI_ERR_REQUEST, barrier_request);
+    expect("nbc_ireduce_scatter_block negative count -> MPI_ERR_COUNT", MPI_ERR_COUNT, rs_count);
+    expect("nbc_ireduce_scatter_block MPI_BAND on doubles -> MPI_ERR_OP", MPI_ERR_OP, rs_op_on_double);
+    expect("nbc_iallgather unequal counts -> MPI_ERR_COUNT", MPI_ERR_COUNT, ag_counts);
+    expect("nbc_iallgather unequal types -> MPI_ERR_TYPE", MPI_ERR_TYPE, ag_types);
+    expect("nbc_iallreduce_multi nbufs 0 -> MPI_ERR_ARG", MPI_ERR_ARG, multi_nbufs);
+    expect("nbc_iallreduce_multi a NULL buffer -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, multi_null_buffer);
+    expect("nbc_set_schedule with an unknown parameter -> MPI_ERR_ARG", MPI_ERR_ARG, force_bad_param);
+    expect("nbc_set_schedule with a parameter lacking its value -> MPI_ERR_ARG", MPI_ERR_ARG, force_bad_syntax);
+    expect("nbc_set_schedule of a schedule of another collective -> MPI_ERR_ARG", MPI_ERR_ARG, force_wrong_collective);
+    expect("nbc_set_schedule of an unknown collective -> MPI_ERR_ARG", MPI_ERR_ARG, force_unknown_collective);
 }
 
 /* ---- the other cases -------------------------------------------------------------------- */
@@ -236,6 +306,7 @@ int main(int argc, char **argv)
     if (rc != MPI_SUCCESS) fail(c, "returned %s", err_name(rc));
     for (size_t i = 0; i < sizeof bad_calls / sizeof *bad_calls; i++) bad_call(&bad_calls[i]);
     unknown_schedule();
+    other_collectives();
     null_requests();
     valid_calls();
     c = new_case("nbc_finalize");
