@@ -14,7 +14,7 @@ LDLIBS   := -lxxhash -lm
 VERSION  := 0.1.0
 
 LIB_SRC := $(sort $(wildcard dsl/*.c compiler/*.c interp/*.c runtime/*.c))
-GEN_SRC := $(BUILD)/gen/parser.c $(BUILD)/gen/lexer.c $(BUILD)/gen/builtin_schedules.c
+GEN_SRC := $(BUILD)/gen/parser.c $(BUILD)/gen/lexer.c $(BUILD)/gen/builtin_schedules.c $(BUILD)/gen/default_rules.c
 SCHEDULES := $(sort $(wildcard schedules/*.nbs))
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) \
            $(patsubst $(BUILD)/gen/%.c,$(BUILD)/obj/gen/%.o,$(GEN_SRC))
@@ -46,7 +46,11 @@ $(BUILD)/gen/lexer.c $(BUILD)/gen/lexer.h &: dsl/lexer.l | $(BUILD)/.deps
 
 $(BUILD)/gen/builtin_schedules.c: $(SCHEDULES) tools/embed-schedules.sh
 	@mkdir -p $(BUILD)/gen
-	sh tools/embed-schedules.sh $(SCHEDULES) > $@
+	sh tools/embed-schedules.sh nbc_builtin_schedules nbc_builtin_count $(SCHEDULES) > $@
+
+$(BUILD)/gen/default_rules.c: runtime/default.rules tools/embed-schedules.sh
+	@mkdir -p $(BUILD)/gen
+	sh tools/embed-schedules.sh nbc_default_rules nbc_default_rules_count runtime/default.rules > $@
 
 # Generated headers must exist before anything includes them.
 $(LIB_OBJ): $(BUILD)/gen/parser.h $(BUILD)/gen/lexer.h | $(BUILD)/.deps

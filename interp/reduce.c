@@ -5,15 +5,24 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* x86-64's baseline is SSE2; each kernel is also built for AVX2 and AVX-512, and the loader
+ * picks the best the CPU has (an ifunc), so the library needs no -march. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define CLONES
+#endif
+
 enum { SUM, PROD, MIN, MAX, LAND, LOR, LXOR, BAND, BOR, BXOR, NOPS };
 
 /* a is in[i], b is inout[i]. The parameters themselves are restrict: with restrict only on
  * the typed locals, gcc 12 adds a run-time aliasing check before every vector loop. */
 #define KERNEL(name, T, expr)                                                                  \
-    static void name(void *__restrict inout_, const void *__restrict in_, size_t n)            \
+    CLONES static void name(void *__restrict inout_, const void *__restrict in_, size_t n)     \
     {                                                                                          \
         T *const __restrict io = inout_;                                                       \
         const T *const __restrict in = in_;                                                    \
+        _Pragma("GCC unroll 4")                                                                \
         for (size_t i = 0; i < n; i++) {                                                       \
             const T a = in[i], b = io[i];                                                      \
             io[i] = (T)(expr);                                                                 \

@@ -84,6 +84,19 @@ int nbc_load_schedules(const char *path);
  * MPI_ERR_ARG, with the failed condition in nbc_error_message. */
 int nbc_set_schedule(const char *collective, const char *name);
 
+/* Selection. By default a table of rules decides (Open MPI's decision tree for allreduce;
+ * docs/selection.md). A tuning file in the same format, as `nbcc tune` writes it, extends the
+ * table (its rules are tried first; a line "replace" makes it replace the built-in rules,
+ * fallbacks excepted); NBC_TUNING names one to load at nbc_init. Errors leave the table as it
+ * was and are reported as "file:line: message" by nbc_error_message. */
+int nbc_load_tuning(const char *path);
+
+/* "rules" (the default), or "model" to choose the schedule with the least predicted time under
+ * an α-β-γ model: "model:alpha=2e-6,beta=1e-10,gamma=2e-10" (seconds, seconds per byte). Also
+ * NBC_SELECT at nbc_init; NBC_MODEL_FILE names a file holding such a model (as `nbcc calibrate`
+ * writes it). A forced schedule (nbc_set_schedule) overrides both. */
+int nbc_set_selection(const char *mode);
+
 /* The message of the last error the library reported (empty when none). */
 const char *nbc_error_message(void);
 

@@ -1,6 +1,6 @@
 /* Which program serves a call: the schedule library (built-in schedules, files from
  * NBC_SCHEDULE_PATH and nbc_load_schedules), the choice among its schedules (forced by name,
- * or the first eligible of a default order), compilation, and the program cache.
+ * or by selection.c under the rules or the model), compilation, and the program cache.
  *
  * A call under automatic selection is cached under a key naming "auto" rather than the chosen
  * schedule, so that a cache hit does not even run the selection. */
@@ -11,12 +11,14 @@
 
 #include "internal.h"
 #include "nbc.h"
+#include "selection.h"
 
 extern const struct builtin_schedule {
     const char *name, *text;
     size_t len;
 } nbc_builtin_schedules[];
 extern const size_t nbc_builtin_count;
+extern const struct builtin_schedule nbc_default_rules[];
 
 static sched_lib *lib;
 static cache *programs;
@@ -28,7 +30,13 @@ typedef struct {
     int64_t values[COMPILE_MAX_PARAMS];
 } forcing;
 static forcing forced[COLL_COUNT_];
-static uint64_t generation; /* bumped whenever the library changes */
+static uint64_t generation; /* bumped whenever the library or the selection changes */
+static rule_table *rules;
+static select_mode mode;
+static sim_model model;
+
+static int select_mode_set(const char *text);
+static int load_model_file(const char *path);
 
 sched_lib *select_library(void) { return lib; }
 cache *select_cache(void) { return programs; }
@@ -56,7 +64,9 @@ int select_init(void)
     diag_init(&d);
     lib = lib_create();
     programs = cache_create(env_size("NBC_CACHE_ENTRIES", 1024), env_size("NBC_CACHE_BYTES", 64u << 20));
-    if (!lib || !programs) return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
+    rules = rules_create();
+    if (!lib || !programs || !rules) return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
+    sim_model_default(&model);
     for (size_t i = 0; i < nbc_builtin_count; i++) {
         const struct builtin_schedule *b = &nbc_builtin_schedules[i];
         if (lib_add_source(lib, b->name, b->text, b->len, &d) != 0)
@@ -72,7 +82,14 @@ int select_init(void)
         free(copy);
         if (rc) return report(MPI_ERR_ARG, &d, "NBC_SCHEDULE_PATH: ");
     }
+    const struct builtin_schedule *dr = &nbc_default_rules[0];
+    if (rules_add(rules, lib, dr->name, dr->text, dr->len, 0, &d) != 0)
+        return report(MPI_ERR_INTERN, &d, "the built-in rules do not parse:\n");
     diag_free(&d);
+    const char *v;
+    if ((v = getenv("NBC_TUNING")) && *v && (rc = nbc_load_tuning(v)) != MPI_SUCCESS) return rc;
+    if ((v = getenv("NBC_MODEL_FILE")) && *v && (rc = load_model_file(v)) != MPI_SUCCESS) return rc;
+    if ((v = getenv("NBC_SELECT")) && *v && (rc = select_mode_set(v)) != MPI_SUCCESS) return rc;
     for (int c = 0; c < COLL_COUNT_; c++) {
         char var[64] = "NBC_";
         for (const char *n = collective_names[c]; *n; n++) {
@@ -88,6 +105,9 @@ int select_init(void)
 
 void select_finalize(void)
 {
+    rules_destroy(rules);
+    rules = NULL;
+    mode = SELECT_RULES;
     cache_destroy(programs);
     lib_destroy(lib);
     programs = NULL;
@@ -118,18 +138,6 @@ int nbc_load_schedules(const char *path)
     return MPI_SUCCESS;
 }
 
-/* "ring" is accepted for "allreduce_ring". */
-static const sched_def *find(nbc_collective coll, const char *name)
-{
-    const sched_def *s = lib_find(lib, name);
-    if (!s) {
-        char full[300];
-        snprintf(full, sizeof full, "%s_%s", collective_names[coll], name);
-        s = lib_find(lib, full);
-    }
-    return s;
-}
-
 /* "name" or "name:param=value,param=value" */
 int select_force(nbc_collective coll, const char *spec)
 {
@@ -143,10 +151,10 @@ int select_force(nbc_collective coll, const char *spec)
     if (len >= sizeof name) return nbc_fail(MPI_ERR_ARG, "schedule name too long");
     memcpy(name, spec, len);
     name[len] = '\0';
-    const sched_def *s = find(coll, name);
-    if (!s) return nbc_fail(MPI_ERR_ARG, "no schedule named '%s'", name);
-    if (!s->collective || strcmp(s->collective, collective_names[coll]) != 0)
+    const sched_def *s = select_find(lib, coll, name);
+    if (!s && lib_find(lib, name))
         return nbc_fail(MPI_ERR_ARG, "schedule '%s' does not implement %s", name, collective_names[coll]);
+    if (!s) return nbc_fail(MPI_ERR_ARG, "no schedule named '%s'", name);
     forcing f = {.s = s};
     for (const char *p = colon; p && *p; p = strchr(p, ',')) {
         p++;
@@ -177,31 +185,6 @@ int nbc_set_schedule(const char *collective, const char *name)
     return select_force((nbc_collective)c, name);
 }
 
-/* The default order of candidates, until the selection table exists; the first whose
- * preconditions hold is taken. Allreduce: recursive doubling for short messages and
- * order-sensitive ops, Rabenseifner (or the ring) for long ones. */
-static const sched_def *choose(nbc_collective coll, const compile_args *a, diag *d)
-{
-    static const char *const order[COLL_COUNT_][6] = {
-        [COLL_ALLREDUCE] = {"allreduce_recursive_doubling", "allreduce_rabenseifner", "allreduce_ring"},
-        [COLL_REDUCE] = {"reduce_binomial", "reduce_linear"},
-        [COLL_BCAST] = {"bcast_binomial", "bcast_linear"},
-        [COLL_BARRIER] = {"barrier_dissemination", "barrier_all_to_one"},
-        [COLL_REDUCE_SCATTER] = {"reduce_scatter_halving", "reduce_scatter_pairwise"},
-        [COLL_ALLGATHER] = {"allgather_recursive_doubling", "allgather_ring"},
-        [COLL_ALLREDUCE_MULTI] = {"allreduce_multi_gloo_ring_chunked", "allreduce_multi_local"},
-    };
-    static const char *const long_allreduce[] = {"allreduce_rabenseifner", "allreduce_ring", "allreduce_recursive_doubling"};
-    const char *const *names = order[coll];
-    if (coll == COLL_ALLREDUCE && a->commutative && a->count * a->esize >= 16384) names = long_allreduce;
-    for (int i = 0; i < 6 && names[i]; i++) {
-        const sched_def *s = lib_find(lib, names[i]);
-        if (s && compile_check(lib, s, a, d) == COMPILE_OK) return s;
-        diag_clear(d);
-    }
-    return NULL;
-}
-
 int select_program(nbc_collective coll, const compile_args *call, cache_entry **out)
 {
     const forcing *f = &forced[coll];
@@ -222,7 +205,7 @@ int select_program(nbc_collective coll, const compile_args *call, cache_entry **
 
     diag d;
     diag_init(&d);
-    if (!s && !(s = choose(coll, a, &d)))
+    if (!s && !(s = select_choose(lib, rules, mode, &model, coll, &with_params, &d)))
         return report(MPI_ERR_ARG, &d, "no schedule is eligible for this call:\n");
     diag_clear(&d);
     nbc_program *prog;
@@ -233,6 +216,92 @@ int select_program(nbc_collective coll, const compile_args *call, cache_entry **
     diag_free(&d);
     *out = cache_insert(programs, &key, prog);
     return *out ? MPI_SUCCESS : nbc_fail(MPI_ERR_NO_MEM, "out of memory");
+}
+
+/* "rules", "model" or "model:alpha=..,beta=..,gamma=.." */
+static int select_mode_set(const char *text)
+{
+    if (!strcmp(text, "rules")) {
+        mode = SELECT_RULES;
+    } else if (!strncmp(text, "model", 5) && (text[5] == '\0' || text[5] == ':')) {
+        char err[256];
+        sim_model m = model;
+        if (text[5] && sim_model_parse(text + 6, &m, err, sizeof err) != 0)
+            return nbc_fail(MPI_ERR_ARG, "selection '%s': %s", text, err);
+        model = m;
+        mode = SELECT_MODEL;
+    } else {
+        return nbc_fail(MPI_ERR_ARG, "unknown selection '%s' (rules, model or model:alpha=..,beta=..,gamma=..)", text);
+    }
+    generation++;
+    cache_clear(programs);
+    return MPI_SUCCESS;
+}
+
+/* A file of one line "alpha=..,beta=..,gamma=.." (comments with #). */
+static int load_model_file(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return nbc_fail(MPI_ERR_ARG, "NBC_MODEL_FILE %s: cannot open it", path);
+    char line[512], err[256];
+    int rc = MPI_ERR_ARG;
+    snprintf(err, sizeof err, "no model line");
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "#\r\n")] = '\0';
+        if (!line[0]) continue;
+        rc = sim_model_parse(line, &model, err, sizeof err) == 0 ? MPI_SUCCESS : MPI_ERR_ARG;
+        break;
+    }
+    fclose(f);
+    return rc == MPI_SUCCESS ? MPI_SUCCESS : nbc_fail(rc, "NBC_MODEL_FILE %s: %s", path, err);
+}
+
+int nbc_set_selection(const char *text)
+{
+    int rc = nbc_init();
+    if (rc != MPI_SUCCESS) return rc;
+    return text ? select_mode_set(text) : nbc_fail(MPI_ERR_ARG, "nbc_set_selection: NULL mode");
+}
+
+int nbc_load_tuning(const char *path)
+{
+    int rc = nbc_init();
+    if (rc != MPI_SUCCESS) return rc;
+    if (!path) return nbc_fail(MPI_ERR_ARG, "nbc_load_tuning: path is NULL");
+    FILE *f = fopen(path, "rb");
+    if (!f) return nbc_fail(MPI_ERR_ARG, "%s: cannot open it", path);
+    char *text = NULL;
+    size_t len = 0, cap = 0, got;
+    do {
+        if (len + 4096 > cap) {
+            char *t = realloc(text, cap = cap * 2 + 8192);
+            if (!t) {
+                free(text);
+                fclose(f);
+                return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
+            }
+            text = t;
+        }
+        len += got = fread(text + len, 1, cap - len, f);
+    } while (got > 0);
+    fclose(f);
+    /* a line "replace" (alone) makes the file replace the built-in rules */
+    int replace = 0;
+    for (size_t i = 0; i + 7 <= len; i++)
+        if ((i == 0 || text[i - 1] == '\n') && !strncmp(text + i, "replace", 7) &&
+            (i + 7 == len || text[i + 7] == '\n' || text[i + 7] == '\r')) {
+            replace = 1;
+            memset(text + i, ' ', 7);
+        }
+    diag d;
+    diag_init(&d);
+    rc = rules_add(rules, lib, path, text, len, replace, &d);
+    free(text);
+    if (rc != 0) return report(MPI_ERR_ARG, &d, "");
+    diag_free(&d);
+    generation++;
+    cache_clear(programs);
+    return MPI_SUCCESS;
 }
 
 int nbc_get_cache_stats(nbc_cache_stats *stats)

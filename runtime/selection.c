@@ -1,0 +1,314 @@
+#include "selection.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int coll;
+    int64_t p_lo, p_hi;        /* p in [p_lo, p_hi) */
+    int64_t b_lo, b_hi;        /* bytes in [b_lo, b_hi) */
+    signed char commutative, inplace, pow2; /* -1: either; 0 or 1: must be */
+    int fallback;
+    const sched_def *s;
+    int nparams;
+    char names[COMPILE_MAX_PARAMS][32];
+    int64_t values[COMPILE_MAX_PARAMS];
+    char where[96];            /* "file:line", for explanations */
+    char text[160];            /* the rule as written */
+} rule;
+
+struct rule_table {
+    rule *r;
+    size_t n, cap;
+};
+
+rule_table *rules_create(void) { return calloc(1, sizeof(rule_table)); }
+
+void rules_destroy(rule_table *t)
+{
+    if (t) free(t->r);
+    free(t);
+}
+
+size_t rules_count(const rule_table *t) { return t->n; }
+
+const sched_def *select_find(const sched_lib *lib, nbc_collective c, const char *name)
+{
+    const sched_def *s = lib_find(lib, name);
+    if (!s) {
+        char full[300];
+        snprintf(full, sizeof full, "%s_%s", collective_names[c], name);
+        s = lib_find(lib, full);
+    }
+    return s && s->collective && !strcmp(s->collective, collective_names[c]) ? s : NULL;
+}
+
+/* ---- parsing ---- */
+
+typedef struct {
+    const char *name;
+    int line;
+    diag *d;
+    int bad;
+} reader;
+
+static void complain(reader *rd, const char *fmt, const char *arg)
+{
+    char msg[256];
+    snprintf(msg, sizeof msg, fmt, arg);
+    diag_append(rd->d, "%s:%d: error: %s\n", rd->name, rd->line, msg);
+    rd->d->errors++;
+    rd->bad = 1;
+}
+
+static int number(const char *tok, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(tok, &end, 0);
+    if (!*tok || *end || errno || v < 0) return -1;
+    *out = v;
+    return 0;
+}
+
+/* "p < 4": narrows [lo, hi). */
+static int bound(const char *op, int64_t v, int64_t *lo, int64_t *hi)
+{
+    if (!strcmp(op, "<")) *hi = v < *hi ? v : *hi;
+    else if (!strcmp(op, "<=")) *hi = v + 1 < *hi ? v + 1 : *hi;
+    else if (!strcmp(op, ">=")) *lo = v > *lo ? v : *lo;
+    else if (!strcmp(op, ">")) *lo = v + 1 > *lo ? v + 1 : *lo;
+    else if (!strcmp(op, "==")) *lo = v > *lo ? v : *lo, *hi = v + 1 < *hi ? v + 1 : *hi;
+    else return -1;
+    return 0;
+}
+
+/* "segmented_ring:segsize=65536" */
+static int schedule_spec(reader *rd, const sched_lib *lib, rule *r, const char *spec)
+{
+    char name[128];
+    const char *colon = strchr(spec, ':');
+    size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
+    if (len >= sizeof name) len = sizeof name - 1;
+    memcpy(name, spec, len);
+    name[len] = '\0';
+    r->s = select_find(lib, (nbc_collective)r->coll, name);
+    if (!r->s) {
+        char what[200];
+        snprintf(what, sizeof what, "%s (for %s)", name, collective_names[r->coll]);
+        complain(rd, "no schedule '%s'", what);
+        return -1;
+    }
+    for (const char *p = colon; p && *p; p = strchr(p, ',')) {
+        p++;
+        const char *eq = strchr(p, '=');
+        const char *end = strchr(p, ',');
+        size_t nl = eq ? (size_t)(eq - p) : 0;
+        char value[32];
+        size_t vl = eq ? (end ? (size_t)(end - eq - 1) : strlen(eq + 1)) : 0;
+        if (!eq || !nl || nl >= sizeof r->names[0] || !vl || vl >= sizeof value || r->nparams == COMPILE_MAX_PARAMS) {
+            complain(rd, "bad parameters in '%s' (write name=value,name=value)", spec);
+            return -1;
+        }
+        memcpy(r->names[r->nparams], p, nl);
+        r->names[r->nparams][nl] = '\0';
+        memcpy(value, eq + 1, vl);
+        value[vl] = '\0';
+        int known = 0;
+        for (const node *q = r->s->params; q; q = q->next) known |= !strcmp(q->name, r->names[r->nparams]);
+        if (!known) {
+            complain(rd, "the schedule has no parameter '%s'", r->names[r->nparams]);
+            return -1;
+        }
+        if (number(value, &r->values[r->nparams])) {
+            complain(rd, "'%s' is not a number", value);
+            return -1;
+        }
+        r->nparams++;
+    }
+    return 0;
+}
+
+/* One line, split into words; returns 1 when it held a rule. */
+static int parse_rule(reader *rd, const sched_lib *lib, char *line, rule *r)
+{
+    char *hash = strchr(line, '#');
+    if (hash) *hash = '\0';
+    char *w[64];
+    int n = 0;
+    for (char *save, *tok = strtok_r(line, " \t\r", &save); tok && n < 64; tok = strtok_r(NULL, " \t\r", &save))
+        w[n++] = tok;
+    if (n == 0) return 0;
+    *r = (rule){.p_hi = INT64_MAX, .b_hi = INT64_MAX, .commutative = -1, .inplace = -1, .pow2 = -1};
+    r->coll = collective_from_name(w[0]);
+    if (r->coll < 0) {
+        complain(rd, "unknown collective '%s'", w[0]);
+        return 0;
+    }
+    int i = 1;
+    for (; i < n && strcmp(w[i], "->"); i++) {
+        static const char *const flags[] = {"commutative", "inplace", "pow2"};
+        signed char *slot[] = {&r->commutative, &r->inplace, &r->pow2};
+        int neg = w[i][0] == '!', k = -1;
+        for (int f = 0; f < 3; f++)
+            if (!strcmp(w[i] + neg, flags[f])) k = f;
+        if (k >= 0) {
+            *slot[k] = (signed char)!neg;
+        } else if (!strcmp(w[i], "fallback")) {
+            r->fallback = 1;
+        } else if ((!strcmp(w[i], "p") || !strcmp(w[i], "bytes")) && i + 2 < n) {
+            int64_t v;
+            int is_p = w[i][0] == 'p';
+            if (number(w[i + 2], &v) ||
+                bound(w[i + 1], v, is_p ? &r->p_lo : &r->b_lo, is_p ? &r->p_hi : &r->b_hi)) {
+                complain(rd, "bad condition near '%s' (write p < 4, bytes >= 8192, ...)", w[i]);
+                return 0;
+            }
+            i += 2;
+        } else {
+            complain(rd, "unknown condition '%s'", w[i]);
+            return 0;
+        }
+    }
+    if (i + 2 != n) {
+        complain(rd, "%s", i == n ? "expected '-> schedule'" : "expected one schedule after '->'");
+        return 0;
+    }
+    if (schedule_spec(rd, lib, r, w[i + 1])) return 0;
+    snprintf(r->where, sizeof r->where, "%s:%d", rd->name, rd->line);
+    return 1;
+}
+
+int rules_add(rule_table *t, const sched_lib *lib, const char *name, const char *text, size_t len, int replace, diag *d)
+{
+    reader rd = {.name = name, .d = d};
+    rule *fresh = NULL;
+    size_t nfresh = 0, cap = 0;
+    char line[1024], copy[1024];
+    for (size_t at = 0; at < len;) {
+        rd.line++;
+        size_t end = at;
+        while (end < len && text[end] != '\n') end++;
+        size_t l = end - at < sizeof line - 1 ? end - at : sizeof line - 1;
+        memcpy(line, text + at, l);
+        line[l] = '\0';
+        memcpy(copy, line, l + 1); /* parse_rule cuts line into words */
+        at = end + 1;
+        rule r;
+        if (!parse_rule(&rd, lib, line, &r)) continue;
+        char *c = copy;
+        while (*c == ' ' || *c == '\t') c++;
+        snprintf(r.text, sizeof r.text, "%.159s", c);
+        if (nfresh == cap) {
+            cap = cap ? cap * 2 : 64;
+            rule *g = realloc(fresh, cap * sizeof *g);
+            if (!g) {
+                free(fresh);
+                diag_error(d, NULL, (loc){0, 0}, "%s: out of memory", name);
+                return -1;
+            }
+            fresh = g;
+        }
+        fresh[nfresh++] = r;
+    }
+    if (rd.bad) {
+        free(fresh);
+        return -1;
+    }
+    /* new rules first; with replace, of the old ones only the fallbacks stay */
+    size_t keep = 0;
+    for (size_t i = 0; i < t->n; i++)
+        if (!replace || t->r[i].fallback) t->r[keep++] = t->r[i];
+    rule *all = malloc((keep + nfresh + 1) * sizeof *all);
+    if (!all) {
+        free(fresh);
+        diag_error(d, NULL, (loc){0, 0}, "%s: out of memory", name);
+        return -1;
+    }
+    if (nfresh) memcpy(all, fresh, nfresh * sizeof *all);
+    if (keep) memcpy(all + nfresh, t->r, keep * sizeof *all);
+    free(fresh);
+    free(t->r);
+    t->r = all;
+    t->n = t->cap = keep + nfresh;
+    return 0;
+}
+
+/* ---- choosing ---- */
+
+static int matches(const rule *r, nbc_collective c, const compile_args *a)
+{
+    int64_t bytes = a->count * a->esize;
+    int pow2 = (a->p & (a->p - 1)) == 0;
+    return r->coll == (int)c && a->p >= r->p_lo && a->p < r->p_hi && bytes >= r->b_lo && bytes < r->b_hi &&
+           (r->commutative < 0 || r->commutative == !!a->commutative) &&
+           (r->inplace < 0 || r->inplace == !!a->inplace) && (r->pow2 < 0 || r->pow2 == pow2);
+}
+
+/* Whether s (with the rule's parameters) can serve the call; the reason goes to why. */
+static int eligible(const sched_lib *lib, const sched_def *s, compile_args *a, diag *why)
+{
+    diag d;
+    diag_init(&d);
+    int rc = compile_check(lib, s, a, &d);
+    if (rc != COMPILE_OK && why) {
+        const char *msg = d.text ? strstr(d.text, "error: ") : NULL;
+        const char *end = msg ? strchr(msg, '\n') : NULL;
+        diag_append(why, "    not eligible: %.*s\n", msg ? (int)(end - msg - 7) : 0, msg ? msg + 7 : "");
+    }
+    diag_free(&d);
+    return rc == COMPILE_OK;
+}
+
+static const sched_def *by_rules(const sched_lib *lib, const rule_table *t, nbc_collective c, compile_args *a, diag *why)
+{
+    for (int pass = 0; pass < 2; pass++) { /* the first matching rule, then the fallbacks */
+        for (size_t i = 0; i < t->n; i++) {
+            const rule *r = &t->r[i];
+            if (r->fallback != pass || !matches(r, c, a)) continue;
+            a->nparams = r->nparams;
+            for (int k = 0; k < r->nparams; k++) a->params[k].name = r->names[k], a->params[k].value = r->values[k];
+            if (why) diag_append(why, "  %s %s: %s\n", pass ? "fallback" : "rule", r->where, r->text);
+            if (eligible(lib, r->s, a, why)) return r->s;
+            a->nparams = 0;
+            if (!pass) break; /* the first match decides, or the fallbacks do */
+        }
+    }
+    return NULL;
+}
+
+static const sched_def *by_model(const sched_lib *lib, const sim_model *m, nbc_collective c, compile_args *a, diag *why)
+{
+    const sched_def *best = NULL;
+    double best_t = 0;
+    a->nparams = 0;
+    for (size_t i = 0; i < lib_count(lib); i++) {
+        const sched_def *s = lib_at(lib, i);
+        if (!s->collective || strcmp(s->collective, collective_names[c]) != 0) continue;
+        if (!eligible(lib, s, a, NULL)) continue;
+        sim_args sa = {.p = a->p, .count = a->count, .esize = a->esize, .root = a->root, .inplace = a->inplace,
+                       .commutative = a->commutative};
+        sim_result res;
+        diag d;
+        diag_init(&d);
+        int rc = simulate_schedule(lib, s, &sa, m, NULL, &res, &d);
+        diag_free(&d);
+        if (rc != SIM_OK) continue;
+        char when[32];
+        sim_format_time(res.time, when, sizeof when);
+        if (why) diag_append(why, "  %-36s %s\n", s->name, when);
+        if (!best || res.time < best_t) best = s, best_t = res.time;
+        sim_result_free(&res);
+    }
+    return best;
+}
+
+const sched_def *select_choose(const sched_lib *lib, const rule_table *t, select_mode mode, const sim_model *m,
+                               nbc_collective c, compile_args *a, diag *why)
+{
+    const sched_def *s = mode == SELECT_MODEL ? by_model(lib, m, c, a, why) : by_rules(lib, t, c, a, why);
+    if (why) diag_append(why, s ? "  chosen: %s\n" : "  no schedule is eligible%s\n", s ? s->name : "");
+    return s;
+}
