@@ -67,6 +67,21 @@ int lib_add_source(sched_lib *lib, const char *name, const char *text, size_t le
     return 0;
 }
 
+extern const struct builtin_schedule {
+    const char *name, *text;
+    size_t len;
+} nbc_builtin_schedules[];
+extern const size_t nbc_builtin_count;
+
+int lib_add_builtins(sched_lib *lib, diag *d)
+{
+    for (size_t i = 0; i < nbc_builtin_count; i++) {
+        const struct builtin_schedule *b = &nbc_builtin_schedules[i];
+        if (lib_add_source(lib, b->name, b->text, b->len, d) != 0) return -1;
+    }
+    return 0;
+}
+
 static int add_file(sched_lib *lib, const char *path, diag *d)
 {
     FILE *fp = fopen(path, "rb");

@@ -15,6 +15,9 @@ void lib_destroy(sched_lib *lib);
 /* Parse a source and add its schedules; a schedule named like a known one replaces it. On a
  * parse error nothing is added. Returns 0, or -1 with the reasons in d. */
 int lib_add_source(sched_lib *lib, const char *name, const char *text, size_t len, diag *d);
+/* The schedules compiled into the library (the files of schedules/ at build time). */
+int lib_add_builtins(sched_lib *lib, diag *d);
+
 /* A file, or every *.nbs file of a directory (in name order). */
 int lib_add_path(sched_lib *lib, const char *path, diag *d);
 

@@ -16,9 +16,7 @@
 extern const struct builtin_schedule {
     const char *name, *text;
     size_t len;
-} nbc_builtin_schedules[];
-extern const size_t nbc_builtin_count;
-extern const struct builtin_schedule nbc_default_rules[];
+} nbc_default_rules[];
 
 static sched_lib *lib;
 static cache *programs;
@@ -67,11 +65,7 @@ int select_init(void)
     rules = rules_create();
     if (!lib || !programs || !rules) return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
     sim_model_default(&model);
-    for (size_t i = 0; i < nbc_builtin_count; i++) {
-        const struct builtin_schedule *b = &nbc_builtin_schedules[i];
-        if (lib_add_source(lib, b->name, b->text, b->len, &d) != 0)
-            return report(MPI_ERR_INTERN, &d, "a built-in schedule does not parse:\n");
-    }
+    if (lib_add_builtins(lib, &d) != 0) return report(MPI_ERR_INTERN, &d, "a built-in schedule does not parse:\n");
     const char *path = getenv("NBC_SCHEDULE_PATH");
     if (path && *path) {
         char *copy = strdup(path);

@@ -97,8 +97,8 @@ static int schedule_spec(reader *rd, const sched_lib *lib, rule *r, const char *
     r->s = select_find(lib, (nbc_collective)r->coll, name);
     if (!r->s) {
         char what[200];
-        snprintf(what, sizeof what, "%s (for %s)", name, collective_names[r->coll]);
-        complain(rd, "no schedule '%s'", what);
+        snprintf(what, sizeof what, "no %s schedule is named '%s'", collective_names[r->coll], name);
+        complain(rd, "%s", what);
         return -1;
     }
     for (const char *p = colon; p && *p; p = strchr(p, ',')) {

@@ -39,6 +39,7 @@ BUILD=$1
 BINDIR=$2
 TAG=${3:+$3 }
 suite "unit_dsl" "$BUILD/tests/unit_dsl" tests/dsl/broken.txt
+suite "unit_select" "$BUILD/tests/unit_select"
 suite "unit_cache" "$BUILD/tests/unit_cache"
 ASAN_OPTIONS=detect_leaks=0 suite "unit_reduce" mpiexec -n 1 "$BUILD/tests/unit_reduce"
 
