@@ -78,9 +78,9 @@ $(SHARED): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,-soname,libnbc.so.0 -o $@ $^ $(LDLIBS)
 
-$(NBCC): tools/nbcc.c $(STATIC)
+$(NBCC): tools/nbcc.c tools/nbcc_select.c $(STATIC)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLFLAGS) -MMD -MP $< $(STATIC) $(LDLIBS) -o $@
+	$(CC) $(ALLFLAGS) -MMD -MP tools/nbcc.c tools/nbcc_select.c $(STATIC) $(LDLIBS) -o $@
 
 $(BINDIR)/%: examples/%.c $(STATIC)
 	@mkdir -p $(dir $@)
@@ -105,6 +105,24 @@ test: all
 	    CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" all > $(SANITIZE).log 2>&1 \
 	    || { tail -n 30 $(SANITIZE).log; exit 1; }
 	@BUILD=$(BUILD) BINDIR=$(BINDIR) SANITIZE_BUILD=$(SANITIZE) sh tests/run.sh
+
+# The benchmark (bench/): nbc against MPICH on P processes (make bench P=4), results in
+# bench/results/. Its own tools are installed on first use; `make test` needs none of them.
+BENCH_PACKAGES := gnuplot-nox valgrind
+BENCH_PROGS := $(BUILD)/bench/bench $(BUILD)/bench/kernels $(BUILD)/bench/cgcall
+P ?= 2
+.PHONY: bench
+bench: all $(BENCH_PROGS) $(BUILD)/.bench-deps
+	sh bench/run.sh $(BINDIR) $(BUILD) $(P)
+
+$(BUILD)/.bench-deps: tools/install-deps.sh
+	@mkdir -p $(BUILD)
+	@sh tools/install-deps.sh $(BENCH_PACKAGES)
+	@touch $@
+
+$(BUILD)/bench/%: bench/%.c $(STATIC)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLFLAGS) $< $(STATIC) $(LDLIBS) -o $@
 
 # Tables in docs/ that are read off the compiled programs.
 docs: $(NBCC)

@@ -4,6 +4,7 @@
  *   mpiexec -n P bench [--min BYTES] [--max BYTES] [--reps N] [--batch SECONDS]
  *                      [--schedules SPEC,SPEC,...] [--csv FILE] [--dat FILE]
  *                      [--overlap FILE] [--overlap-sizes BYTES,BYTES,...]
+ *                      [--load FILE_OR_DIR] [--spin US] [--spin-variant US]
  *
  * Sizes go from --min to --max by doubling. For each size every variant (nbc with automatic
  * selection, nbc with each schedule of --schedules forced, as nbc_set_schedule takes them,
@@ -12,7 +13,8 @@
  * fill about --batch seconds; its time per call is the slowest rank's. Batches of all variants
  * are interleaved, so that drift in the machine hits every variant alike. Rank 0 prints the
  * median, the quartiles and the ratios to both MPICH calls, and writes them to the CSV file;
- * --dat writes the medians one size a line, for gnuplot.
+ * --dat writes the medians one size a line, for gnuplot. --load loads more schedules (to measure
+ * candidates such as bench/schedules/); --spin and --spin-variant: see finish().
  *
  * Overlap, as the OSU micro-benchmarks define it: pure = the collective alone; compute = the
  * same length of computation alone (chunks of a few microseconds); overall = start the
@@ -29,6 +31,7 @@ enum { NBC, MPI_NB, MPI_BLOCKING };
 typedef struct {
     int kind;
     const char *spec; /* nbc: the forced schedule, NULL for automatic selection */
+    double spin_us;   /* nbc: see finish() */
     char name[96];    /* in the table and the CSV */
 } variant;
 
@@ -60,14 +63,16 @@ static int test(const variant *v, nbc_request *nr, MPI_Request *mr, int *done)
     return MPI_Test(mr, done, MPI_STATUS_IGNORE);
 }
 
-static int spin_wait; /* --spin: nbc_test in a loop instead of nbc_wait, which yields the CPU */
-
+/* --spin US (every nbc variant) or --spin-variant US (one more variant, nbc_auto_spinUS):
+ * call nbc_test for up to US microseconds before nbc_wait, which yields the CPU whenever a pass
+ * moved nothing. This is what a spin-then-yield nbc_wait would do. */
 static int finish(const variant *v, nbc_request *nr, MPI_Request *mr)
 {
-    if (v->kind == NBC && spin_wait) {
+    if (v->kind == NBC && v->spin_us > 0) {
         int done = 0, rc = MPI_SUCCESS;
-        while (!done && rc == MPI_SUCCESS) rc = nbc_test(nr, &done);
-        return rc;
+        double until = MPI_Wtime() + v->spin_us * 1e-6;
+        while (!done && rc == MPI_SUCCESS && MPI_Wtime() < until) rc = nbc_test(nr, &done);
+        if (done || rc != MPI_SUCCESS) return rc;
     }
     if (v->kind == NBC) return nbc_wait(nr);
     if (v->kind == MPI_NB) return MPI_Wait(mr, MPI_STATUS_IGNORE);
@@ -217,12 +222,13 @@ static void overlap(FILE *out, const variant *v, int n, int reps, long chunk, do
 
 /* ---- the comparison ---- */
 
-static void add(int kind, const char *spec, const char *name)
+static void add(int kind, const char *spec, double spin_us, const char *name)
 {
     if (nvars == MAX_VARIANTS) die("too many variants");
     variant *v = &vars[nvars++];
     v->kind = kind;
     v->spec = spec;
+    v->spin_us = spin_us;
     snprintf(v->name, sizeof v->name, "%s", name);
 }
 
@@ -308,9 +314,10 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     long min = 8, max = 64L << 20;
     int reps = 15;
+    double spin_us = 0, spin_variant = 0;
     double batch_s = 0.002;
     const char *schedules = "", *csv_path = NULL, *dat_path = NULL, *ovl_path = NULL;
-    const char *ovl_sizes = "8,1024,65536,1048576,16777216";
+    const char *ovl_sizes = "8,1024,65536,1048576,16777216", *load = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *k = argv[i], *v = argv[i + 1];
         if (!strcmp(k, "--min")) min = parse_size(v);
@@ -322,28 +329,33 @@ int main(int argc, char **argv)
         else if (!strcmp(k, "--dat")) dat_path = v;
         else if (!strcmp(k, "--overlap")) ovl_path = v;
         else if (!strcmp(k, "--overlap-sizes")) ovl_sizes = v;
-        else if (!strcmp(k, "--spin")) spin_wait = atoi(v);
+        else if (!strcmp(k, "--spin")) spin_us = atof(v);
+        else if (!strcmp(k, "--spin-variant")) spin_variant = atof(v);
+        else if (!strcmp(k, "--load")) load = v;
         else die("unknown option (see the comment at the top of bench/bench.c)");
     }
     if (argc % 2 == 0) die("options take one value each");
     if (min < 8 || max < min || reps < 1 || reps > MAX_REPS) die("bad --min, --max or --reps");
 
-    add(NBC, NULL, "nbc_auto");
+    add(NBC, NULL, spin_us, "nbc_auto");
+    char spin_name[96];
+    snprintf(spin_name, sizeof spin_name, "nbc_auto_spin%.0fus", spin_variant);
+    if (spin_variant > 0) add(NBC, NULL, spin_variant, spin_name);
     char *list = strdup(schedules);
     for (char *save, *s = strtok_r(list, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
         char name[96];
         snprintf(name, sizeof name, "nbc_%s", strncmp(s, "allreduce_", 10) ? s : s + 10);
-        add(NBC, s, name);
+        add(NBC, s, spin_us, name);
     }
-    add(MPI_NB, NULL, "MPI_Iallreduce");
-    add(MPI_BLOCKING, NULL, "MPI_Allreduce");
+    add(MPI_NB, NULL, 0, "MPI_Iallreduce");
+    add(MPI_BLOCKING, NULL, 0, "MPI_Allreduce");
 
     size_t maxn = (size_t)max / sizeof(double);
     sendbuf = malloc(maxn * sizeof *sendbuf);
     recvbuf = malloc(maxn * sizeof *recvbuf);
     if (!sendbuf || !recvbuf) die("out of memory");
     for (size_t i = 0; i < maxn; i++) sendbuf[i] = value(rank, i), recvbuf[i] = 0;
-    if (nbc_init() != MPI_SUCCESS) die(nbc_error_message());
+    if (nbc_init() != MPI_SUCCESS || (load && nbc_load_schedules(load) != MPI_SUCCESS)) die(nbc_error_message());
 
     FILE *csv = open_out(csv_path), *dat = open_out(dat_path);
     if (csv) fprintf(csv, "p,bytes,variant,median_us,p25_us,p75_us,min_us,max_us,reps,iters,ratio_iallreduce,ratio_allreduce,MBps,correct\n");

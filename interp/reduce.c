@@ -144,7 +144,16 @@ static int op_index(MPI_Op op)
 
 reduce_fn reduce_kernel(MPI_Datatype datatype, MPI_Op op)
 {
+    /* Every call looks its pair up, and most programs use one pair throughout: the last pair
+     * found is remembered. Only pairs with a kernel are, as only predefined handles (which are
+     * never freed and reused) have one. */
+    static MPI_Datatype last_type = MPI_DATATYPE_NULL;
+    static MPI_Op last_op = MPI_OP_NULL;
+    static reduce_fn last;
+    if (datatype == last_type && op == last_op) return last;
     const reduce_fn *fns = type_ops(datatype);
     int i = op_index(op);
-    return fns && i >= 0 ? fns[i] : NULL;
+    reduce_fn fn = fns && i >= 0 ? fns[i] : NULL;
+    if (fn) last_type = datatype, last_op = op, last = fn;
+    return fn;
 }

@@ -67,8 +67,23 @@ if true; then
     sh tools/algorithms-table.sh "$BINDIR/nbcc" > "$tmp/alg.md" 2>&1
     diff -u docs/algorithms.md "$tmp/alg.md" > "$tmp/diff"
     check "docs/algorithms.md matches the compiled programs (make docs)" $? "$(head -n 20 "$tmp/diff")"
-    for cmd in check dump list; do
-        "$BINDIR/nbcc" $cmd --help > "$tmp/out" 2>&1 && grep -q "usage: nbcc $cmd" "$tmp/out"
+    if [ -z "$TAG" ]; then # tuning under mpiexec, then explain must follow the file (plain build only)
+        mpiexec -n 2 "$BINDIR/nbcc" tune --sizes 8,65536 --reps 3 -o "$tmp/tuned.rules" 2> /dev/null &&
+            mpiexec -n 4 "$BINDIR/nbcc" tune --sizes 8,65536 --reps 3 --append -o "$tmp/tuned.rules" 2> /dev/null
+        check "nbcc tune writes a tuning file for p = 2 and 4" $? "$(cat "$tmp/tuned.rules" 2>&1)"
+        for p in 2 4; do
+            for bytes in 8 65536; do
+                want=$(awk -v p="$p" -v b="$bytes" '$4 == p && $0 ~ (" at " b " B") { for (i = 1; i < NF; i++) if ($i == "->") print $(i + 1) }' "$tmp/tuned.rules")
+                "$BINDIR/nbcc" explain --collective allreduce --p "$p" --count $((bytes / 8)) --tuning "$tmp/tuned.rules" \
+                    --mode rules > "$tmp/out" 2>&1
+                got=$(sed -n '/with /,$ s/^  chosen: //p' "$tmp/out")
+                [ -n "$want" ] && [ "$want" = "$got" ]
+                check "a tuned file changes the choice as it says (p=$p, $bytes B: $want)" $? "$(cat "$tmp/out")"
+            done
+        done
+    fi
+    for cmd in check dump list explain calibrate tune; do
+        "$BINDIR/nbcc" $cmd --help > "$tmp/out" 2>&1 && grep -q "^usage: .*nbcc $cmd" "$tmp/out"
         check "nbcc $cmd --help" $?
     done
 fi

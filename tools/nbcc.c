@@ -15,6 +15,7 @@
 #include "../compiler/disasm.h"
 #include "../compiler/draw.h"
 #include "../compiler/library.h"
+#include "nbcc_select.h"
 #include "../compiler/simulate.h"
 #include "../compiler/verify.h"
 #include "../dsl/collectives.h"
@@ -51,6 +52,9 @@ static const char *const usage_main =
     "  check FILE...     parse schedule files and compile them for p = 1..8; report mistakes\n"
     "  dump SCHEDULE     print the compiled program of a schedule (a name or a file)\n"
     "  list [FILE...]    list the schedules known (built-in, plus the files given)\n"
+    "  explain           which schedule a call would get, and why, under each selection mode\n"
+    "  calibrate         measure alpha, beta, gamma on this machine (under mpiexec -n 2)\n"
+    "  tune              time every schedule and write a tuning file (under mpiexec)\n"
     "  verify SCHEDULE   run every rank's program together on a simulated network and check\n"
     "                    messages, deadlock, bounds, races and the result\n"
     "  simulate SCHEDULE predict the time under an alpha-beta-gamma or LogGP cost model;\n"
@@ -848,6 +852,9 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "check")) return cmd_check(argc - 1, argv + 1);
     if (!strcmp(cmd, "dump")) return cmd_dump(argc - 1, argv + 1);
     if (!strcmp(cmd, "list")) return cmd_list(argc - 1, argv + 1);
+    if (!strcmp(cmd, "explain")) return nbcc_explain(argc - 1, argv + 1);
+    if (!strcmp(cmd, "calibrate")) return nbcc_calibrate(argc - 1, argv + 1);
+    if (!strcmp(cmd, "tune")) return nbcc_tune(argc - 1, argv + 1);
     if (!strcmp(cmd, "verify")) return cmd_verify(argc - 1, argv + 1);
     if (!strcmp(cmd, "simulate")) return cmd_simulate(argc - 1, argv + 1);
     if (!strcmp(cmd, "draw")) return cmd_draw(argc - 1, argv + 1);

@@ -1,0 +1,33 @@
+#!/bin/sh
+# Instructions per 8-byte allreduce at p = 2 on a warm cache (bench/cgcall.c under callgrind),
+# split into the library's own code (runtime/, interp/, compiler/, dsl/ and the xxHash it calls)
+# and the MPI, UCX and libc code it calls. Usage: sh bench/callgrind.sh BUILD [CALLS]
+BUILD=${1:-build}
+calls=${2:-1000}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mpiexec -n 2 valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.%q{PMI_RANK}" --collect-atstart=no \
+    --toggle-collect=cg_start --toggle-collect=cg_finish "$BUILD/bench/cgcall" "$calls" > "$tmp/log" 2>&1 \
+    || { cat "$tmp/log"; exit 1; }
+echo "# callgrind: instructions per call of nbc_iallreduce + nbc_wait (one double, MPI_SUM, p = 2), mean of $calls"
+for r in 0 1; do
+    callgrind_annotate --threshold=100 "$tmp/cg.$r" | awk -v calls="$calls" -v rank="$r" '
+        function num(s) { gsub(",", "", s); return s + 0 }
+        /PROGRAM TOTALS/ { total = num($1) }
+        /^ *[0-9,]+ +\( *[0-9.]+%\) +[^ ]+ \[/ {
+            n = num($1)
+            where = $0
+            sub(/^ *[0-9,]+ +\( *[0-9.]+%\) +/, "", where)
+            if (where ~ /^(runtime|interp|compiler|dsl)\// || where ~ /libxxhash/) {
+                own += n
+                sub(/ \[.*/, "", where)
+                fn[where] = n
+            }
+        }
+        END {
+            printf "rank %d: %.0f in all, %.0f in the library itself, %.0f in MPI/UCX/libc\n",
+                rank, total / calls, own / calls, (total - own) / calls
+            if (rank == 0)
+                for (f in fn) if (fn[f] / calls >= 5) printf "    %6.0f  %s\n", fn[f] / calls, f | "sort -rn"
+        }'
+done

@@ -1,0 +1,404 @@
+/* nbcc explain, calibrate and tune: what selection would choose and why; α, β and γ measured
+ * on this machine; a tuning file written from measurements. */
+#include "nbcc_select.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../interp/reduce.h"
+#include "../runtime/nbc.h"
+#include "../runtime/selection.h"
+
+extern const struct builtin_schedule {
+    const char *name, *text;
+    size_t len;
+} nbc_default_rules[];
+
+static const char *const usage_explain =
+    "usage: nbcc explain --collective C --p P --count N [--type T] [--op O] [--inplace]\n"
+    "                    [--tuning FILE] [--model alpha=..,beta=..,gamma=..] [--mode rules|model]\n"
+    "\n"
+    "Prints which schedule the library would choose for the call and why, under each mode:\n"
+    "the built-in rules (the rule that matched, and any fallback), the rules extended by a\n"
+    "tuning file (--tuning), and the cost model (every eligible schedule's predicted time).\n"
+    "--mode shows just one of them.\n"
+    "  --collective C  allreduce reduce bcast barrier reduce_scatter allgather allreduce_multi\n"
+    "  --type T        int8 int16 int int64 float double (default double)\n"
+    "  --op O          sum prod min max band bor bxor land lor lxor (commutative), or\n"
+    "                  noncommutative (a user-defined op that is not)\n";
+
+static const char *const usage_calibrate =
+    "usage: mpiexec -n 2 nbcc calibrate [-o FILE]\n"
+    "\n"
+    "Measures α (latency) and β (time per byte) by a ping-pong between ranks 0 and 1 at sizes\n"
+    "from 8 B to 4 MiB (a least-squares fit of the one-way times), and γ (time per byte\n"
+    "reduced) by the library's SUM kernel on doubles. Writes one line\n"
+    "alpha=..,beta=..,gamma=.. to FILE (default: standard output), which NBC_MODEL_FILE and\n"
+    "nbcc explain/simulate --model read.\n";
+
+static const char *const usage_tune =
+    "usage: mpiexec -n P nbcc tune [-o FILE] [--append] [--sizes B,B,..] [--reps R]\n"
+    "\n"
+    "Times every eligible allreduce schedule (doubles, sum) at each message size under\n"
+    "mpiexec, with a progress bar, and writes rules for this p that choose the fastest at each\n"
+    "size: a tuning file for NBC_TUNING or nbc_load_tuning. Run it once per p, with --append\n"
+    "after the first, to cover several. Sizes default to 8 B .. 4 MiB by factors of 4.\n";
+
+static int wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
+    return 0;
+}
+
+static long long number(const char *opt, const char *v)
+{
+    char *end;
+    long long x = strtoll(v, &end, 0);
+    if (!*v || *end) {
+        fprintf(stderr, "nbcc: %s wants a number, not '%s'\n", opt, v);
+        exit(2);
+    }
+    return x;
+}
+
+/* ---- explain ---- */
+
+static int type_size(const char *t)
+{
+    static const struct { const char *name; int size; } types[] = {
+        {"int8", 1}, {"int16", 2}, {"int", 4}, {"int32", 4}, {"float", 4}, {"int64", 8}, {"double", 8}};
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++)
+        if (!strcmp(types[i].name, t)) return types[i].size;
+    return 0;
+}
+
+static int load_rules(rule_table *t, const sched_lib *lib, const char *path, diag *d)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        diag_append(d, "%s: cannot open it\n", path);
+        return -1;
+    }
+    static char text[1 << 20];
+    size_t len = fread(text, 1, sizeof text, f);
+    fclose(f);
+    int replace = 0; /* a line "replace" alone, as nbc_load_tuning reads it */
+    for (size_t i = 0; i + 7 <= len; i++)
+        if ((i == 0 || text[i - 1] == '\n') && !strncmp(text + i, "replace", 7) &&
+            (i + 7 == len || text[i + 7] == '\n')) {
+            replace = 1;
+            memset(text + i, ' ', 7);
+        }
+    return rules_add(t, lib, path, text, len, replace, d);
+}
+
+int nbcc_explain(int argc, char **argv)
+{
+    if (wants_help(argc, argv)) {
+        fputs(usage_explain, stdout);
+        return 0;
+    }
+    static const struct option opts[] = {
+        {"collective", required_argument, 0, 'c'}, {"p", required_argument, 0, 'p'},
+        {"count", required_argument, 0, 'n'},      {"type", required_argument, 0, 't'},
+        {"op", required_argument, 0, 'o'},         {"inplace", no_argument, 0, 'i'},
+        {"tuning", required_argument, 0, 'f'},     {"model", required_argument, 0, 'm'},
+        {"mode", required_argument, 0, 'M'},       {0, 0, 0, 0},
+    };
+    const char *coll_name = "allreduce", *type = "double", *op = "sum", *tuning = NULL, *model_text = NULL, *only = NULL;
+    long long p = 0, count = -1;
+    int inplace = 0;
+    optind = 1;
+    for (int o; (o = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+        switch (o) {
+        case 'c': coll_name = optarg; break;
+        case 'p': p = number("--p", optarg); break;
+        case 'n': count = number("--count", optarg); break;
+        case 't': type = optarg; break;
+        case 'o': op = optarg; break;
+        case 'i': inplace = 1; break;
+        case 'f': tuning = optarg; break;
+        case 'm': model_text = optarg; break;
+        case 'M': only = optarg; break;
+        default: fputs(usage_explain, stderr); return 2;
+        }
+    }
+    int coll = collective_from_name(coll_name), esize = type_size(type);
+    if (only && strcmp(only, "rules") && strcmp(only, "model")) coll = -2;
+    if (coll < 0 || p < 1 || count < 0 || !esize || optind != argc) {
+        fprintf(stderr, "nbcc explain: %s\n", coll == -2 ? "--mode is rules or model" : coll < 0 ? "unknown collective" : p < 1 ? "--p P is required"
+                                              : count < 0 ? "--count N is required" : !esize ? "unknown type"
+                                                                                             : "unexpected arguments");
+        fputs(usage_explain, stderr);
+        return 2;
+    }
+    int commutative = strcmp(op, "noncommutative") != 0;
+
+    diag d, why;
+    diag_init(&d);
+    diag_init(&why);
+    sched_lib *lib = lib_create();
+    rule_table *rules = rules_create();
+    int rc = lib_add_builtins(lib, &d) ||
+             rules_add(rules, lib, nbc_default_rules[0].name, nbc_default_rules[0].text, nbc_default_rules[0].len, 0, &d);
+    sim_model m;
+    sim_model_default(&m);
+    char err[256];
+    if (!rc && model_text && sim_model_parse(model_text, &m, err, sizeof err) != 0) {
+        diag_append(&d, "--model: %s\n", err);
+        rc = -1;
+    }
+    if (!rc) {
+        printf("%s of %lld %s (%lld bytes), p = %lld, op %s%s\n", coll_name, count, type, count * esize, p, op,
+               inplace ? ", in place" : "");
+        compile_args a = {.p = p, .count = count, .esize = esize, .inplace = inplace, .commutative = commutative};
+        if (!only || !strcmp(only, "rules")) printf("\nmode rules (built-in):\n");
+        if (!only || !strcmp(only, "rules")) select_choose(lib, rules, SELECT_RULES, &m, (nbc_collective)coll, &a, &why);
+        fputs(why.text ? why.text : "", stdout);
+        if (tuning && (!only || !strcmp(only, "rules"))) {
+            diag_clear(&why);
+            if (load_rules(rules, lib, tuning, &d) != 0) {
+                rc = -1;
+            } else {
+                printf("\nmode rules (with %s):\n", tuning);
+                compile_args b = {.p = p, .count = count, .esize = esize, .inplace = inplace, .commutative = commutative};
+                select_choose(lib, rules, SELECT_RULES, &m, (nbc_collective)coll, &b, &why);
+                fputs(why.text ? why.text : "", stdout);
+            }
+        }
+        diag_clear(&why);
+        if (only && strcmp(only, "model")) goto done;
+        printf("\nmode model (");
+        fflush(stdout);
+        sim_model_print(&m, stdout);
+        printf("):\n");
+        compile_args c = {.p = p, .count = count, .esize = esize, .inplace = inplace, .commutative = commutative};
+        select_choose(lib, rules, SELECT_MODEL, &m, (nbc_collective)coll, &c, &why);
+        fputs(why.text ? why.text : "", stdout);
+    }
+done:
+    if (rc) fputs(d.text ? d.text : "nbcc explain: failed\n", stderr);
+    diag_free(&d);
+    diag_free(&why);
+    rules_destroy(rules);
+    lib_destroy(lib);
+    return rc ? 1 : 0;
+}
+
+/* ---- calibrate ---- */
+
+/* One-way time of a message of n bytes between ranks 0 and 1 (half the best of reps round trips). */
+static double pingpong(int rank, char *buf, int n, int reps)
+{
+    double best = 1e30;
+    for (int r = 0; r < reps; r++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t = MPI_Wtime();
+        if (rank == 0) {
+            MPI_Send(buf, n, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
+            MPI_Recv(buf, n, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else if (rank == 1) {
+            MPI_Recv(buf, n, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(buf, n, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
+        }
+        t = (MPI_Wtime() - t) / 2;
+        if (t < best) best = t;
+    }
+    return best;
+}
+
+int nbcc_calibrate(int argc, char **argv)
+{
+    if (wants_help(argc, argv)) {
+        fputs(usage_calibrate, stdout);
+        return 0;
+    }
+    const char *out = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
+        else {
+            fputs(usage_calibrate, stderr);
+            return 2;
+        }
+    }
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size < 2) {
+        if (rank == 0) fprintf(stderr, "nbcc calibrate: run it under mpiexec -n 2 (or more)\n");
+        MPI_Finalize();
+        return 2;
+    }
+    enum { MAX = 4 << 20 };
+    char *buf = calloc(MAX, 1);
+    /* least squares of t = α + nβ over sizes 8 B .. 4 MiB */
+    double sn = 0, st = 0, snn = 0, snt = 0;
+    int k = 0;
+    for (int n = 8; n <= MAX; n *= 4, k++) {
+        double t = pingpong(rank, buf, n, n < 65536 ? 200 : 20);
+        sn += n, st += t, snn += (double)n * n, snt += n * t;
+    }
+    double beta = (k * snt - sn * st) / (k * snn - sn * sn);
+    double alpha = (st - beta * sn) / k;
+    if (alpha < 0) alpha = pingpong(rank, buf, 8, 200); /* a fit dominated by large sizes */
+    /* γ: the SUM kernel on doubles, 8 MiB at a time */
+    enum { N = 1 << 20 };
+    double *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
+    for (int i = 0; i < N; i++) x[i] = i, y[i] = 1;
+    reduce_fn sum = reduce_kernel(MPI_DOUBLE, MPI_SUM);
+    double best = 1e30;
+    for (int r = 0; r < 10; r++) {
+        double t = MPI_Wtime();
+        sum(y, x, N);
+        t = MPI_Wtime() - t;
+        if (t < best) best = t;
+    }
+    double gamma = best / (N * sizeof(double));
+    if (rank == 0) {
+        FILE *f = out ? fopen(out, "w") : stdout;
+        if (!f) {
+            fprintf(stderr, "nbcc calibrate: cannot write %s\n", out ? out : "-");
+        } else {
+            fprintf(f, "# measured by nbcc calibrate between ranks 0 and 1 (p = %d); y[i] += x[i] on doubles\n", size);
+            fprintf(f, "alpha=%.3e,beta=%.3e,gamma=%.3e\n", alpha, beta, gamma);
+            if (out) fclose(f);
+        }
+        if (out) fprintf(stderr, "alpha=%.3e s, beta=%.3e s/B (%.2f GB/s), gamma=%.3e s/B (%.2f GB/s) -> %s\n", alpha, beta,
+                         1e-9 / beta, gamma, 1e-9 / gamma, out);
+    }
+    free(x);
+    free(y);
+    free(buf);
+    MPI_Finalize();
+    return 0;
+}
+
+/* ---- tune ---- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median time of reps allreduces of n doubles with the schedule forced (everyone agrees:
+ * rank 0's median is broadcast). Negative when the schedule refuses the call. */
+static double time_schedule(const char *name, double *in, double *out, int n, int reps)
+{
+    if (nbc_set_schedule("allreduce", name) != MPI_SUCCESS) return -1;
+    double *t = malloc(sizeof(double) * (size_t)reps);
+    int ok = 1;
+    for (int r = -2; r < reps && ok; r++) { /* two warm-up calls compile and fill the cache */
+        nbc_request q;
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        ok = nbc_iallreduce(in, out, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q) == MPI_SUCCESS && nbc_wait(&q) == MPI_SUCCESS;
+        if (r >= 0) t[r] = MPI_Wtime() - t0;
+    }
+    double med = -1;
+    if (ok) {
+        qsort(t, (size_t)reps, sizeof *t, cmp_double);
+        med = t[reps / 2];
+    }
+    free(t);
+    MPI_Bcast(&med, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    return med;
+}
+
+int nbcc_tune(int argc, char **argv)
+{
+    if (wants_help(argc, argv)) {
+        fputs(usage_tune, stdout);
+        return 0;
+    }
+    const char *out = NULL, *sizes_text = NULL;
+    int append = 0, reps = 20;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
+        else if (!strcmp(argv[i], "--append")) append = 1;
+        else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) sizes_text = argv[++i];
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = (int)number("--reps", argv[++i]);
+        else {
+            fputs(usage_tune, stderr);
+            return 2;
+        }
+    }
+    long sizes[64];
+    int nsizes = 0;
+    if (sizes_text) {
+        char *copy = strdup(sizes_text);
+        for (char *save, *tok = strtok_r(copy, ",", &save); tok && nsizes < 64; tok = strtok_r(NULL, ",", &save))
+            sizes[nsizes++] = (long)number("--sizes", tok);
+        free(copy);
+    } else {
+        for (long b = 8; b <= (4 << 20); b *= 4) sizes[nsizes++] = b;
+    }
+    if (reps < 1 || nsizes == 0) {
+        fputs(usage_tune, stderr);
+        return 2;
+    }
+    MPI_Init(&argc, &argv);
+    int rank, p;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &p);
+    sched_lib *lib = lib_create();
+    diag d;
+    diag_init(&d);
+    lib_add_builtins(lib, &d);
+    diag_free(&d);
+
+    const char *winner[64];
+    double best_t[64];
+    long maxn = sizes[nsizes - 1] / 8 + 1;
+    double *in = calloc((size_t)maxn, sizeof(double)), *res = calloc((size_t)maxn, sizeof(double));
+    int nsched = 0, done = 0, total;
+    for (size_t i = 0; i < lib_count(lib); i++) nsched += lib_at(lib, i)->collective && !strcmp(lib_at(lib, i)->collective, "allreduce");
+    total = nsched * nsizes;
+    for (int k = 0; k < nsizes; k++) {
+        int n = (int)(sizes[k] / 8);
+        winner[k] = NULL;
+        for (size_t i = 0; i < lib_count(lib); i++) {
+            const sched_def *s = lib_at(lib, i);
+            if (!s->collective || strcmp(s->collective, "allreduce")) continue;
+            double t = time_schedule(s->name, in, res, n, reps);
+            if (t >= 0 && (!winner[k] || t < best_t[k])) winner[k] = s->name, best_t[k] = t;
+            if (rank == 0) { /* the progress bar */
+                done++;
+                int bar = 40 * done / total;
+                fprintf(stderr, "\r[%.*s%*s] %3d%%  %8ld B  %-30s", bar, "========================================", 40 - bar, "",
+                        100 * done / total, sizes[k], s->name);
+                fflush(stderr);
+            }
+        }
+    }
+    nbc_set_schedule("allreduce", NULL);
+    if (rank == 0) {
+        fprintf(stderr, "\n");
+        FILE *f = out ? fopen(out, append ? "a" : "w") : stdout;
+        if (!f) {
+            fprintf(stderr, "nbcc tune: cannot write %s\n", out ? out : "-");
+        } else {
+            fprintf(f, "# nbcc tune, p = %d, doubles, sum, median of %d runs per schedule and size\n", p, reps);
+            for (int k = 0; k < nsizes; k++) { /* sizes between two measured ones go to the nearer */
+                if (!winner[k]) continue;
+                long lo = k == 0 ? 0 : (sizes[k - 1] + sizes[k]) / 2;
+                char hi[48] = "";
+                if (k + 1 < nsizes) snprintf(hi, sizeof hi, " bytes < %ld", (sizes[k] + sizes[k + 1]) / 2);
+                fprintf(f, "allreduce p == %d bytes >= %ld%s -> %s   # %.2f us at %ld B\n", p, lo, hi, winner[k],
+                        best_t[k] * 1e6, sizes[k]);
+            }
+            if (out) fclose(f);
+        }
+    }
+    free(in);
+    free(res);
+    lib_destroy(lib);
+    nbc_finalize();
+    MPI_Finalize();
+    return 0;
+}
