@@ -1,6 +1,9 @@
 /* Communicator state: each communicator the library is used with is duplicated once, so our
- * messages never match the application's. The state hangs on the user's communicator as an
- * attribute and goes away with it. Each collective takes the next sequence number, and its
+ * messages never match the application's. The duplication is itself non-blocking
+ * (MPI_Comm_idup): the first collectives on a communicator wait in the active list until it
+ * completes, so no call of the library ever blocks, whatever order ranks touch their
+ * communicators in. The state hangs on the user's communicator as an attribute and goes away
+ * with it. Each collective takes the next sequence number, and its
  * messages use a tag derived from it, so many collectives can be in flight on one
  * communicator. */
 #include <stdlib.h>
@@ -22,6 +25,7 @@ static int delete_state(MPI_Comm comm, int key, void *attr, void *extra)
     (void)comm, (void)key, (void)extra;
     comm_state *cs = attr;
     unlink_state(cs);
+    if (cs->pending != MPI_REQUEST_NULL) MPI_Wait(&cs->pending, MPI_STATUS_IGNORE); /* at shutdown only */
     MPI_Comm_free(&cs->dup);
     free(cs);
     return MPI_SUCCESS;
@@ -54,19 +58,19 @@ int comm_state_of(MPI_Comm comm, comm_state **out)
     comm_state *cs = calloc(1, sizeof *cs);
     if (!cs) return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
     cs->user = comm;
-    rc = MPI_Comm_dup(comm, &cs->dup);
+    rc = MPI_Comm_idup(comm, &cs->dup, &cs->pending);
     if (rc != MPI_SUCCESS) {
         free(cs);
-        return nbc_fail(rc, "MPI_Comm_dup failed");
+        return nbc_fail(rc, "MPI_Comm_idup failed");
     }
-    MPI_Comm_set_errhandler(cs->dup, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(cs->dup, &cs->rank);
-    MPI_Comm_size(cs->dup, &cs->size);
+    MPI_Comm_rank(comm, &cs->rank);
+    MPI_Comm_size(comm, &cs->size);
     int *ub;
-    MPI_Comm_get_attr(cs->dup, MPI_TAG_UB, &ub, &found);
+    MPI_Comm_get_attr(comm, MPI_TAG_UB, &ub, &found);
     cs->tag_space = found ? (uint64_t)*ub + 1 : 32768; /* the standard guarantees 32767 */
     rc = MPI_Comm_set_attr(comm, keyval, cs);
     if (rc != MPI_SUCCESS) {
+        MPI_Wait(&cs->pending, MPI_STATUS_IGNORE);
         MPI_Comm_free(&cs->dup);
         free(cs);
         return nbc_fail(rc, "cannot attach state to the communicator");
@@ -79,3 +83,12 @@ int comm_state_of(MPI_Comm comm, comm_state **out)
 }
 
 int comm_next_tag(comm_state *cs) { return (int)(cs->seq++ % cs->tag_space); }
+
+int comm_ready(comm_state *cs)
+{
+    if (cs->pending == MPI_REQUEST_NULL) return 1;
+    int done = 0;
+    MPI_Test(&cs->pending, &done, MPI_STATUS_IGNORE);
+    if (done) MPI_Comm_set_errhandler(cs->dup, MPI_ERRORS_RETURN);
+    return done;
+}

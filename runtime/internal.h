@@ -20,6 +20,7 @@ void nbc_clear_error(void);
 typedef struct comm_state comm_state;
 struct comm_state {
     MPI_Comm user, dup;   /* the application's communicator and our private duplicate */
+    MPI_Request pending;  /* the duplication, until it completes; then MPI_REQUEST_NULL */
     int rank, size;
     uint64_t seq;         /* collectives started on it so far */
     uint64_t tag_space;   /* tags are seq modulo this */
@@ -29,11 +30,14 @@ int comm_init(void);
 void comm_finalize(void);
 int comm_state_of(MPI_Comm comm, comm_state **out);
 int comm_next_tag(comm_state *cs);
+/* Whether the private duplicate can be used yet (it tests the pending duplication). */
+int comm_ready(comm_state *cs);
 
 /* ---- requests (request.c) ---- */
 struct nbc_req {
     interp_state st;
     cache_entry *entry;     /* the program, held while the request lives */
+    comm_state *cs;         /* st.comm is set from it once its duplicate is ready */
     char *scratch;
     size_t scratch_cap;
     MPI_Request *reqs;

@@ -205,7 +205,8 @@ static int start(const call *c, nbc_request *request)
         return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
     }
     r->entry = entry;
-    r->st = (interp_state){.prog = prog, .comm = cs->dup, .tag = comm_next_tag(cs),
+    r->cs = cs;
+    r->st = (interp_state){.prog = prog, .comm = MPI_COMM_NULL, .tag = comm_next_tag(cs),
                            .datatype = c->coll == COLL_BARRIER ? MPI_BYTE : c->datatype,
                            .op = c->op, .kernel = kernel, .reqs = r->reqs,
                            .statuses = r->statuses};

@@ -78,9 +78,19 @@ void req_release(struct nbc_req *r)
     pooled++;
 }
 
+/* A request runs once its communicator's private duplicate exists. */
+static int step(struct nbc_req *r)
+{
+    if (r->st.comm == MPI_COMM_NULL) {
+        if (!comm_ready(r->cs)) return INTERP_WAITING;
+        r->st.comm = r->cs->dup;
+    }
+    return interp_step(&r->st);
+}
+
 void req_start(struct nbc_req *r)
 {
-    if (interp_step(&r->st) == INTERP_DONE) {
+    if (step(r) == INTERP_DONE) {
         r->done = 1;
         return;
     }
@@ -93,7 +103,7 @@ int req_progress_all(int *moved)
     *moved = 0;
     for (struct nbc_req *r = active, *next; r; r = next) {
         next = r->next;
-        int s = interp_step(&r->st);
+        int s = step(r);
         if (s != INTERP_WAITING) *moved = 1;
         if (s == INTERP_DONE) {
             unlink_from(&active, r);

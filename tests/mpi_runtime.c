@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "nbc.h"
@@ -109,6 +110,37 @@ static void thousand_in_flight(void)
     check(rc == MPI_SUCCESS && bad < 0, "1000 collectives in flight on one communicator", "rc %d, first bad %d", rc, bad);
 }
 
+/* The first call on a communicator duplicates it without blocking: ranks may touch fresh
+ * communicators in different orders. A blocking duplication would deadlock here. */
+static void hung(int sig)
+{
+    (void)sig;
+    static const char msg[] = "FAIL runtime first use of communicators in opposite orders: hung\n";
+    if (write(1, msg, sizeof msg - 1) < 0) _exit(1);
+    _exit(1);
+}
+
+static void first_use_does_not_block(void)
+{
+    MPI_Comm a, b;
+    MPI_Comm_dup(MPI_COMM_WORLD, &a);
+    MPI_Comm_dup(MPI_COMM_WORLD, &b);
+    signal(SIGALRM, hung);
+    alarm(60);
+    int x[2] = {rank, rank}, y[2];
+    nbc_request r[2];
+    MPI_Comm first = rank % 2 ? b : a, second = rank % 2 ? a : b;
+    int rc = nbc_iallreduce(&x[0], &y[0], 1, MPI_INT, MPI_SUM, first, &r[0]);
+    if (rc == MPI_SUCCESS) rc = nbc_iallreduce(&x[1], &y[1], 1, MPI_INT, MPI_SUM, second, &r[1]);
+    if (rc == MPI_SUCCESS) rc = nbc_waitall(2, r);
+    alarm(0);
+    int want = size * (size - 1) / 2;
+    check(rc == MPI_SUCCESS && y[0] == want && y[1] == want, "first use of two communicators in opposite orders does not block",
+          "rc %d, %d and %d", rc, y[0], y[1]);
+    MPI_Comm_free(&a);
+    MPI_Comm_free(&b);
+}
+
 static void hit_allocates_nothing(void)
 {
     double in[64], out[64];
@@ -140,6 +172,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     loading();
     thousand_in_flight();
+    first_use_does_not_block();
     hit_allocates_nothing();
     check(nbc_finalize() == MPI_SUCCESS, "nbc_finalize", "");
 
