@@ -18,9 +18,10 @@ for r in 0 1; do
             n = num($1)
             where = $0
             sub(/^ *[0-9,]+ +\( *[0-9.]+%\) +/, "", where)
-            if (where ~ /^(runtime|interp|compiler|dsl)\// || where ~ /libxxhash/) {
+            if (where ~ /^([^ ]*\/)?(runtime|interp|compiler|dsl)\/[^/ ]+:/ || where ~ /libxxhash/) {
                 own += n
                 sub(/ \[.*/, "", where)
+                if (match(where, /(runtime|interp|compiler|dsl)\/[^\/ ]+:/)) where = substr(where, RSTART)
                 fn[where] = n
             }
         }

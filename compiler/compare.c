@@ -44,7 +44,7 @@ int compare_schedules(const sched_lib *lib, const compare_grid *g, const sim_mod
         return -1;
     }
     int c = collective_from_name(g->collective);
-    int reduces = c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_REDUCE_SCATTER;
+    int reduces = c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_REDUCE_SCATTER || c == COLL_ALLREDUCE_MULTI;
     for (size_t i = 0; i < lib_count(lib); i++) {
         const sched_def *s = lib_at(lib, i);
         if (s->collective && !strcmp(s->collective, g->collective) && (g->commutative || s->ordered || !reduces)) scheds[ns++] = s;
@@ -64,7 +64,7 @@ int compare_schedules(const sched_lib *lib, const compare_grid *g, const sim_mod
                 *cell = NAN;
                 if (g->bytes[j] % g->esize) continue;
                 sim_args a = {.p = g->ps[i], .count = g->bytes[j] / g->esize, .esize = g->esize, .inplace = g->inplace,
-                              .commutative = g->commutative};
+                              .commutative = g->commutative, .nbufs = g->nbufs};
                 sim_result r;
                 int s = simulate_schedule(lib, scheds[k], &a, m, NULL, &r, d);
                 if (s == SIM_FAIL) rc = -1;

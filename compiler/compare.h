@@ -18,6 +18,7 @@ typedef struct {
     int64_t esize;
     const char *type_name;
     int inplace, commutative;
+    int64_t nbufs;               /* for multi-buffer collectives */
 } compare_grid;
 
 /* Prints the winners' table, then each schedule's times. Returns 0, or -1 when a schedule

@@ -91,6 +91,9 @@ static void svg(const picture *pic, const char *title, int64_t p, FILE *out)
 {
     uint32_t steps = steps_of(pic);
     double width = xs(steps) + 30, height = TOP + (double)p * ROW + BOTTOM;
+    double text_width = LEFT + 9.0 * (double)strlen(title) + 20; /* about 9 px a character at 15 px bold */
+    if (width < text_width) width = text_width;
+    if (width < 760) width = 760; /* the legend */
     fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
                  "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n", width, height, width, height);
@@ -142,7 +145,7 @@ static void svg(const picture *pic, const char *title, int64_t p, FILE *out)
                 x1, y1, x2, y2);
         fprintf(out, "  <text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" fill=\"#2d4a7a\" text-anchor=\"middle\" stroke=\"white\" "
                      "stroke-width=\"3\" paint-order=\"stroke\">%s</text>\n",
-                (x1 + x2) / 2, (y1 + y2) / 2 - 3, sz);
+                x1 + 0.35 * (x2 - x1), y1 + 0.35 * (y2 - y1) - 3, sz); /* off the middle, where exchanges cross */
     }
     fprintf(out, "  <text x=\"%d\" y=\"%.0f\" font-size=\"11\" fill=\"#444\">boxes: rounds; arrows: messages (size); "
                  "<tspan fill=\"#a11\">&#x2295;</tspan> bytes reduced; <tspan fill=\"#171\">copy</tspan> bytes copied; "

@@ -8,7 +8,13 @@
 
 #include "disasm.h"
 
-static const char *const buffer_name[SLOT_COUNT_] = {"sendbuf", "recvbuf", "scratch"};
+const char *prog_buffer_name(int slot, char *space, size_t size)
+{
+    static const char *const names[SLOT_COUNT_] = {"sendbuf", "recvbuf", "scratch"};
+    if (slot >= 0 && slot < SLOT_COUNT_) return names[slot];
+    snprintf(space, size, "bufs(%d)", slot - SLOT_EXTRA + 1);
+    return space;
+}
 
 /* Byte ranges of one slot that in-flight operations of the current round read or write, kept
  * sorted and merged, so each check is a binary search. */
@@ -102,8 +108,9 @@ static __attribute__((format(printf, 4, 5))) int fault(prog_fault *f, uint32_t p
     return 1;
 }
 
-static int check_insn(const nbc_program *prog, uint32_t pc, int64_t p, const uint64_t *slot_bytes, prog_fault *f)
+static int check_insn(const nbc_program *prog, uint32_t pc, int64_t p, const uint64_t *slot_bytes, int nslots, prog_fault *f)
 {
+    char name[2][24];
     const nbc_insn *in = &prog_insns(prog)[pc];
     const char *op = prog_opcode_name(in->op);
     uint64_t es = prog->esize;
@@ -113,21 +120,21 @@ static int check_insn(const nbc_program *prog, uint32_t pc, int64_t p, const uin
     const uint8_t slots[2] = {in->a_slot, in->b_slot};
     const uint64_t offs[2] = {in->a_off, in->b_off};
     for (int k = 0; k < 1 + two; k++) {
-        if (slots[k] >= SLOT_COUNT_) return fault(f, pc, UINT32_MAX, "%s names buffer slot %u, which does not exist", op, slots[k]);
+        if (slots[k] >= nslots) return fault(f, pc, UINT32_MAX, "%s names buffer slot %u, which does not exist", op, slots[k]);
         if (offs[k] % es || in->len % es)
             return fault(f, pc, UINT32_MAX, "%s at byte %" PRIu64 ", %" PRIu64 " bytes long, is not aligned to the %" PRIu64 "-byte elements",
                          op, offs[k], in->len, es);
         if (offs[k] > slot_bytes[slots[k]] || in->len > slot_bytes[slots[k]] - offs[k])
             return fault(f, pc, UINT32_MAX, "%s %s bytes [%" PRIu64 ", %" PRIu64 ") of %s, which is %" PRIu64 " bytes long", op,
-                         (k == 0 && in->op != OP_SEND) ? "writes" : "reads", offs[k], offs[k] + in->len, buffer_name[slots[k]],
-                         slot_bytes[slots[k]]);
+                         (k == 0 && in->op != OP_SEND) ? "writes" : "reads", offs[k], offs[k] + in->len,
+                         prog_buffer_name(slots[k], name[k], sizeof name[k]), slot_bytes[slots[k]]);
     }
     if (!two && (in->peer < 0 || in->peer >= p))
         return fault(f, pc, UINT32_MAX, "%s names peer %d, outside 0..%" PRId64, op, in->peer, p - 1);
     /* memcpy and the kernels need disjoint operands; a copy onto itself is merely useless */
     int same = in->a_slot == in->b_slot && in->a_off < in->b_off + in->len && in->b_off < in->a_off + in->len;
     if (two && same && !(in->op == OP_COPY && in->a_off == in->b_off))
-        return fault(f, pc, UINT32_MAX, "%s reads and writes overlapping bytes of %s", op, buffer_name[in->a_slot]);
+        return fault(f, pc, UINT32_MAX, "%s reads and writes overlapping bytes of %s", op, prog_buffer_name(in->a_slot, name[0], sizeof name[0]));
     return 0;
 }
 
@@ -147,28 +154,29 @@ static int race(const nbc_program *prog, uint32_t first, uint32_t pc, const acce
 {
     uint32_t other = culprit(prog, first, pc, a, writes);
     const nbc_insn *o = &prog_insns(prog)[other < prog->ninsns ? other : pc];
+    char name[24];
     return fault(f, pc, other,
                  "race within the round: %s %s bytes [%" PRIu64 ", %" PRIu64 ") of %s while the %s at pc %u, posted earlier in the round, may still be %s them",
                  prog_opcode_name(prog_insns(prog)[pc].op), writes ? "writes" : "reads", a->lo, a->hi,
-                 buffer_name[a->slot], prog_opcode_name(o->op), other, o->op == OP_SEND ? "reading" : "writing");
+                 prog_buffer_name(a->slot, name, sizeof name), prog_opcode_name(o->op), other, o->op == OP_SEND ? "reading" : "writing");
 }
 
-int prog_check(const nbc_program *prog, int64_t p, const uint64_t slot_bytes[SLOT_COUNT_], prog_fault *f)
+int prog_check(const nbc_program *prog, int64_t p, const uint64_t *slot_bytes, int nslots, prog_fault *f)
 {
     const uint32_t *rounds = prog_rounds(prog);
     if (rounds[0] != 0 || rounds[prog->nrounds] != prog->ninsns)
         return fault(f, 0, UINT32_MAX, "round table does not cover the %u instructions", prog->ninsns);
     for (uint32_t pc = 0; pc < prog->ninsns; pc++)
-        if (check_insn(prog, pc, p, slot_bytes, f)) return 1;
+        if (check_insn(prog, pc, p, slot_bytes, nslots, f)) return 1;
 
-    span_set reading[SLOT_COUNT_] = {{0}}, writing[SLOT_COUNT_] = {{0}};
+    span_set reading[NBC_MAX_SLOTS] = {{0}}, writing[NBC_MAX_SLOTS] = {{0}};
     int rc = 0;
     for (uint32_t r = 0; r < prog->nrounds && rc == 0; r++) {
         if (rounds[r + 1] < rounds[r]) {
             rc = fault(f, rounds[r], UINT32_MAX, "round %u ends before it starts", r);
             break;
         }
-        for (int s = 0; s < SLOT_COUNT_; s++) reading[s].n = writing[s].n = 0;
+        for (int s = 0; s < nslots; s++) reading[s].n = writing[s].n = 0;
         for (uint32_t pc = rounds[r]; pc < rounds[r + 1] && rc == 0; pc++) {
             const nbc_insn *in = &prog_insns(prog)[pc];
             touches t = touched(in);
@@ -183,7 +191,7 @@ int prog_check(const nbc_program *prog, int64_t p, const uint64_t slot_bytes[SLO
             if (in->op == OP_RECV && add(&writing[in->a_slot], in->a_off, in->a_off + in->len)) rc = -1;
         }
     }
-    for (int s = 0; s < SLOT_COUNT_; s++) {
+    for (int s = 0; s < NBC_MAX_SLOTS; s++) {
         free(reading[s].v);
         free(writing[s].v);
     }

@@ -10,6 +10,7 @@
 #ifndef NBC_PROGCHECK_H
 #define NBC_PROGCHECK_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "program.h"
 
@@ -18,8 +19,11 @@ typedef struct {
     char msg[320];
 } prog_fault;
 
-/* slot_bytes: the size of each slot for this rank. Returns 0, or 1 with *f filled in, or -1
- * when out of memory. */
-int prog_check(const nbc_program *prog, int64_t p, const uint64_t slot_bytes[SLOT_COUNT_], prog_fault *f);
+/* slot_bytes: the size of each of the nslots slots for this rank (sendbuf, recvbuf, scratch,
+ * then a multi-buffer call's other buffers). Returns 0, or 1 with *f filled in, or -1 when out
+ * of memory. */
+int prog_check(const nbc_program *prog, int64_t p, const uint64_t *slot_bytes, int nslots, prog_fault *f);
+/* "recvbuf", "scratch", "bufs(2)", ... */
+const char *prog_buffer_name(int slot, char *space, size_t size);
 
 #endif

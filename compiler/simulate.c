@@ -119,6 +119,28 @@ void sim_format_time(double t, char *out, size_t size)
 
 static sim_path later(sim_path a, sim_path b) { return b.t > a.t ? b : a; }
 
+compile_args sim_compile_args(const sim_args *a)
+{
+    compile_args c = {.p = a->p, .count = a->count, .esize = a->esize, .root = a->root, .inplace = a->inplace,
+                      .commutative = a->commutative, .nbufs = a->nbufs, .nparams = a->nparams};
+    for (int i = 0; i < a->nparams && i < COMPILE_MAX_PARAMS; i++) {
+        c.params[i].name = a->params[i].name;
+        c.params[i].value = a->params[i].value;
+    }
+    return c;
+}
+
+sim_args sim_args_of(const compile_args *c)
+{
+    sim_args a = {.p = c->p, .count = c->count, .esize = c->esize, .root = c->root, .inplace = c->inplace,
+                  .commutative = c->commutative, .nbufs = c->nbufs, .nparams = c->nparams};
+    for (int i = 0; i < c->nparams && i < COMPILE_MAX_PARAMS; i++) {
+        a.params[i].name = c->params[i].name;
+        a.params[i].value = c->params[i].value;
+    }
+    return a;
+}
+
 /* ---- bookkeeping ---- */
 
 static __attribute__((format(printf, 2, 3))) void failf(sctx *c, const char *fmt, ...)
@@ -164,8 +186,8 @@ static void enqueue(sctx *c, uint32_t r)
 
 static int start_rank(sctx *c, uint32_t r)
 {
-    compile_args ca = {.p = c->p, .rank = r, .count = c->a->count, .esize = c->a->esize, .root = c->a->root,
-                       .inplace = c->a->inplace, .commutative = c->a->commutative};
+    compile_args ca = sim_compile_args(c->a);
+    ca.rank = r;
     /* MPI_IN_PLACE of a reduce is the root's alone */
     if (c->s->collective && collective_from_name(c->s->collective) == COLL_REDUCE && (int64_t)r != c->a->root) ca.inplace = 0;
     nbc_program *prog;
@@ -183,7 +205,6 @@ static int start_rank(sctx *c, uint32_t r)
         return -1;
     }
     k->state = S_START;
-    k->waiting = -1;
     k->end.hop_rank = -1;
     return 0;
 }
@@ -364,7 +385,7 @@ static void finish(sctx *c, uint32_t r)
 static void advance(sctx *c, uint32_t r)
 {
     srank *k = &c->rk[r];
-    while (!c->failed) {
+    while (!c->failed && k->state != S_DONE) {
         if (k->state == S_IDLE && start_rank(c, r)) return;
         if (k->state == S_START) {
             uint32_t pos = k->pos;
@@ -413,8 +434,7 @@ int simulate_schedule(const sched_lib *lib, const sched_def *s, const sim_args *
 {
     memset(out, 0, sizeof *out);
     out->last_rank = UINT32_MAX;
-    compile_args ca = {.p = a->p, .rank = 0, .count = a->count, .esize = a->esize, .inplace = a->inplace,
-                       .commutative = a->commutative, .root = a->root};
+    compile_args ca = sim_compile_args(a);
     diag quiet;
     diag_init(&quiet);
     int rc = compile_check(lib, s, &ca, &quiet);
@@ -429,8 +449,10 @@ int simulate_schedule(const sched_lib *lib, const sched_def *s, const sim_args *
     c.work = malloc((size_t)a->p * sizeof *c.work);
     c.ch = chan_create(sizeof(smsg));
     if (!c.rk || !c.work || !c.ch) nomem(&c);
+    for (int64_t r = 0; r < c.p && !c.failed; r++) c.rk[r].waiting = -1;
     while (!c.failed) {
-        if (c.wcount == 0) {
+        if (c.wcount == 0) { /* nothing started can move: start the next rank */
+            while (c.next_new < c.p && c.rk[c.next_new].state != S_IDLE) c.next_new++;
             if (c.next_new == c.p) break;
             enqueue(&c, (uint32_t)c.next_new++);
         }

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "../dsl/diag.h"
+#include "compile.h"
 #include "library.h"
 
 typedef struct {
@@ -40,7 +41,17 @@ typedef struct {
     int64_t p, count, esize, root;
     int inplace, commutative;
     int record_hops;           /* remember each round's critical hop, to print the path */
+    int64_t nbufs;             /* buffers of a multi-buffer call (0: one) */
+    int nparams;               /* values for the schedule's params */
+    struct {
+        const char *name;
+        int64_t value;
+    } params[COMPILE_MAX_PARAMS];
 } sim_args;
+
+/* The same call as compile arguments (rank 0), and back. */
+compile_args sim_compile_args(const sim_args *a);
+sim_args sim_args_of(const compile_args *c);
 
 /* Called as the simulation goes (either may be NULL): a rank's round with its time span and
  * local work; a message from its sending to its arrival. */

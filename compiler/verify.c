@@ -23,7 +23,7 @@ enum { SIDE_SEND, SIDE_RECV };
 
 typedef struct {
     nbc_program *prog;
-    sym_buf buf[SLOT_COUNT_];
+    sym_buf buf[NBC_MAX_SLOTS];
     uint32_t round;      /* the round being run (or next to run when not issued) */
     uint32_t pending;    /* its messages of that round not yet matched */
     uint8_t issued, done, queued;
@@ -44,12 +44,15 @@ typedef struct {
     int check_order;     /* ordered schedule, non-commutative op: ranges must meet left to right */
     int check_tree;      /* ordered allreduce: the same expression tree on every rank */
     int64_t p;
+    int64_t nbufs;       /* a multi-buffer call's buffers per rank, else 1 */
+    int nslots;          /* slots in use: sendbuf, recvbuf, scratch, other buffers */
+    uint64_t ncontrib;   /* contributions: p · nbufs, numbered rank-major */
     vrank *rk;
     chan_table *ch;
     uint32_t *work;      /* FIFO of ranks ready to advance */
     size_t whead, wcount;
     int failed;
-    uint64_t total;      /* Σ key(r) over all ranks */
+    uint64_t total;      /* Σ key over all contributions */
     sym_list t1, t2, t3; /* scratch lists */
     sym_list ref;        /* the first finished rank's result, for the tree check */
     int64_t ref_rank;
@@ -69,6 +72,7 @@ static uint64_t mix64(uint64_t x) /* splitmix64's finalizer: a bijection that sc
 
 static uint64_t key(const vctx *v, uint64_t r) { return mix64(v->a->seed + 0x9E3779B97F4A7C15ull * (r + 1)); }
 
+/* Contribution id (rank r's buffer j is r · nbufs + j), filling len elements. */
 static sym_piece contribution(const vctx *v, uint32_t r, uint64_t len)
 {
     return (sym_piece){.len = len, .orig = 0, .sum = key(v, r), .tree = mix64(key(v, r) ^ 0x5851F42D4C957F2Dull),
@@ -88,20 +92,18 @@ static uint32_t round_of(const nbc_program *prog, uint32_t pc)
     return lo;
 }
 
-static const char *const slot_short[SLOT_COUNT_] = {"send", "recv", "scratch"};
-
 static void describe(const nbc_insn *in, char *out, size_t size)
 {
     switch (in->op) {
     case OP_SEND:
     case OP_RECV:
         snprintf(out, size, "%s %" PRIu64 " bytes at %s+%" PRIu64 " %s rank %d", prog_opcode_name(in->op), in->len,
-                 slot_short[in->a_slot % SLOT_COUNT_], in->a_off, in->op == OP_SEND ? "to" : "from", in->peer);
+                 prog_slot_name(in->a_slot), in->a_off, in->op == OP_SEND ? "to" : "from", in->peer);
         break;
     default:
         snprintf(out, size, "%s %" PRIu64 " bytes at %s+%" PRIu64 " %s %s+%" PRIu64, prog_opcode_name(in->op), in->len,
-                 slot_short[in->a_slot % SLOT_COUNT_], in->a_off, in->op == OP_COPY ? "from" : "with",
-                 slot_short[in->b_slot % SLOT_COUNT_], in->b_off);
+                 prog_slot_name(in->a_slot), in->a_off, in->op == OP_COPY ? "from" : "with", prog_slot_name(in->b_slot),
+                 in->b_off);
     }
 }
 
@@ -149,16 +151,21 @@ static void nomem(vctx *v)
     v->failed = 1;
 }
 
-static void ranks_text(char *out, size_t size, uint32_t lo, uint32_t hi)
+/* Contributions [lo, hi) in words: "rank 3", "ranks 0..3", "rank 2's buffer 1". */
+static void contrib_text(const vctx *v, char *out, size_t size, uint32_t lo, uint32_t hi)
 {
-    if (hi - lo == 1) snprintf(out, size, "rank %u", lo);
-    else snprintf(out, size, "ranks %u..%u", lo, hi - 1);
+    uint64_t n = (uint64_t)v->nbufs;
+    if (n == 1 && hi - lo == 1) snprintf(out, size, "rank %u", lo);
+    else if (n == 1) snprintf(out, size, "ranks %u..%u", lo, hi - 1);
+    else if (hi - lo == 1) snprintf(out, size, "rank %" PRIu64 "'s buffer %" PRIu64, lo / n, lo % n);
+    else snprintf(out, size, "rank %" PRIu64 "'s buffer %" PRIu64 " .. rank %" PRIu64 "'s buffer %" PRIu64, lo / n, lo % n,
+                  (hi - 1) / n, (hi - 1) % n);
 }
 
 /* ---- setting up a rank ---- */
 
 typedef struct {
-    uint64_t send, recv;          /* elements */
+    uint64_t send, recv, extra;   /* elements; extra: each other buffer of a multi-buffer call */
     uint64_t own_lo, own_hi;      /* where the rank's own input lies in recvbuf (in place, bcast) */
     uint64_t out;                 /* elements of recvbuf that hold the result */
 } vshape;
@@ -166,22 +173,24 @@ typedef struct {
 /* MPI_IN_PLACE of a reduce is the root's alone: the other ranks pass their data as usual. */
 static int inplace_at(const vctx *v, int64_t rank)
 {
-    return v->a->inplace && (v->coll != COLL_REDUCE || rank == v->a->root);
+    if (v->coll == COLL_ALLREDUCE_MULTI) return 1; /* always in place: the buffers are the input */
+    return v->a->base.inplace && (v->coll != COLL_REDUCE || rank == v->a->base.root);
 }
 
 static vshape shape_of(const vctx *v, int64_t rank)
 {
     const verify_args *a = v->a;
     int inplace = inplace_at(v, rank);
-    coll_shape sh = collective_shape(v->coll, a->p, rank, a->root, a->count, inplace);
+    coll_shape sh = collective_shape(v->coll, a->base.p, rank, a->base.root, a->base.count, inplace);
     vshape s = {.send = inplace ? 0 : (uint64_t)sh.send_len, .recv = (uint64_t)sh.recv_len, .out = (uint64_t)sh.recv_len};
     if (inplace) {
         s.own_lo = (uint64_t)sh.inplace_send_off;
         s.own_hi = s.own_lo + (uint64_t)sh.send_len;
         if (s.own_hi > s.recv) s.recv = s.own_hi; /* sendbuf of an in-place call lies in the recv slot */
     }
-    if (v->coll == COLL_BCAST && rank == a->root) s.own_lo = 0, s.own_hi = (uint64_t)a->count;
-    if (v->coll == COLL_REDUCE_SCATTER && inplace) s.out = (uint64_t)a->count;
+    if (v->coll == COLL_BCAST && rank == a->base.root) s.own_lo = 0, s.own_hi = (uint64_t)a->base.count;
+    if (v->coll == COLL_REDUCE_SCATTER && inplace) s.out = (uint64_t)a->base.count;
+    if (v->coll == COLL_ALLREDUCE_MULTI) s.extra = (uint64_t)a->base.count;
     return s;
 }
 
@@ -190,20 +199,23 @@ static int setup_buffers(vctx *v, uint32_t rank, const vshape *sh)
 {
     vrank *k = &v->rk[rank];
     const nbc_program *prog = k->prog;
-    uint64_t es = prog->esize, len[SLOT_COUNT_] = {sh->send, sh->recv, prog->scratch / es};
-    size_t n[SLOT_COUNT_] = {0};
+    uint64_t es = prog->esize, len[NBC_MAX_SLOTS] = {sh->send, sh->recv, prog->scratch / es};
+    size_t n[NBC_MAX_SLOTS] = {0};
+    for (int s = SLOT_EXTRA; s < v->nslots; s++) len[s] = sh->extra;
     const nbc_insn *in = prog_insns(prog);
     for (uint32_t i = 0; i < prog->ninsns; i++) {
         n[in[i].a_slot] += 2;
         if (in[i].op == OP_COPY || in[i].op == OP_REDUCE) n[in[i].b_slot] += 2;
     }
-    uint64_t *cuts[SLOT_COUNT_];
-    for (int s = 0; s < SLOT_COUNT_; s++) {
+    uint64_t *cuts[NBC_MAX_SLOTS] = {0};
+    int nomem = 0;
+    for (int s = 0; s < v->nslots; s++) {
         cuts[s] = malloc((n[s] + 4) * sizeof(uint64_t));
+        nomem |= !cuts[s];
         n[s] = 0;
     }
-    if (!cuts[0] || !cuts[1] || !cuts[2]) {
-        for (int s = 0; s < SLOT_COUNT_; s++) free(cuts[s]);
+    if (nomem) {
+        for (int s = 0; s < v->nslots; s++) free(cuts[s]);
         return -1;
     }
     for (uint32_t i = 0; i < prog->ninsns; i++) {
@@ -217,23 +229,28 @@ static int setup_buffers(vctx *v, uint32_t rank, const vshape *sh)
     cuts[SLOT_RECV][n[SLOT_RECV]++] = sh->own_lo;
     cuts[SLOT_RECV][n[SLOT_RECV]++] = sh->own_hi;
     int rc = 0;
-    for (int s = 0; s < SLOT_COUNT_; s++)
+    for (int s = 0; s < v->nslots; s++)
         if (sym_buf_init(&k->buf[s], len[s], cuts[s], n[s])) rc = -1;
     if (rc) return rc;
+    uint32_t me = (uint32_t)(rank * v->nbufs); /* the rank's first contribution */
     if (sh->send) {
-        sym_piece x = contribution(v, rank, sh->send);
+        sym_piece x = contribution(v, me, sh->send);
         rc |= sym_write(&k->buf[SLOT_SEND], 0, sh->send, &x, 1, SYM_INITIAL);
     }
     if (sh->own_hi > sh->own_lo) {
-        sym_piece x = contribution(v, rank, sh->own_hi - sh->own_lo);
+        sym_piece x = contribution(v, me, sh->own_hi - sh->own_lo);
         rc |= sym_write(&k->buf[SLOT_RECV], sh->own_lo, sh->own_hi, &x, 1, SYM_INITIAL);
+    }
+    for (int s = SLOT_EXTRA; s < v->nslots && sh->extra; s++) {
+        sym_piece x = contribution(v, me + (uint32_t)(s - SLOT_EXTRA + 1), sh->extra);
+        rc |= sym_write(&k->buf[s], 0, sh->extra, &x, 1, SYM_INITIAL);
     }
     return rc;
 }
 
 static void release(vrank *k)
 {
-    for (int s = 0; s < SLOT_COUNT_; s++) sym_buf_free(&k->buf[s]);
+    for (int s = 0; s < NBC_MAX_SLOTS; s++) sym_buf_free(&k->buf[s]);
     free(k->prog);
     k->prog = NULL;
 }
@@ -242,8 +259,9 @@ static void release(vrank *k)
 static int load_rank(vctx *v, const sched_lib *lib, uint32_t rank)
 {
     const verify_args *a = v->a;
-    compile_args ca = {.p = a->p, .rank = rank, .count = a->count, .esize = a->esize, .inplace = inplace_at(v, rank),
-                       .commutative = a->commutative, .root = a->root};
+    compile_args ca = a->base;
+    ca.rank = rank;
+    ca.inplace = inplace_at(v, rank);
     vrank *k = &v->rk[rank];
     int rc = compile_program(lib, v->s, &ca, &k->prog, v->d);
     if (rc != COMPILE_OK) {
@@ -252,9 +270,10 @@ static int load_rank(vctx *v, const sched_lib *lib, uint32_t rank)
         return -1;
     }
     vshape sh = shape_of(v, rank);
-    uint64_t es = (uint64_t)a->esize, bytes[SLOT_COUNT_] = {sh.send * es, sh.recv * es, k->prog->scratch};
+    uint64_t es = (uint64_t)a->base.esize, bytes[NBC_MAX_SLOTS] = {sh.send * es, sh.recv * es, k->prog->scratch};
+    for (int s = SLOT_EXTRA; s < v->nslots; s++) bytes[s] = sh.extra * es;
     prog_fault f;
-    rc = prog_check(k->prog, a->p, bytes, &f);
+    rc = prog_check(k->prog, a->base.p, bytes, v->nslots, &f);
     if (rc < 0) {
         nomem(v);
         return -1;
@@ -303,7 +322,6 @@ static void combine(vctx *v, uint32_t rank, uint32_t pc, const sym_list *B, cons
     while (i < B->n && j < A->n) {
         uint64_t l = x.len < y.len ? x.len : y.len;
         sym_piece l_op = sym_take(&x, l), r_op = sym_take(&y, l);
-        char what[96];
         if (l_op.cnt == 0 || r_op.cnt == 0) {
             fail_at(v, rank, pc, "elements [%" PRIu64 ", %" PRIu64 ") of its %s operand hold no value yet (never written)", pos,
                     pos + l, l_op.cnt == 0 ? "source" : "destination");
@@ -315,24 +333,26 @@ static void combine(vctx *v, uint32_t rank, uint32_t pc, const sym_list *B, cons
             return;
         }
         if (v->check_order && l_op.hi != r_op.lo) {
-            char left[48], right[48];
-            ranks_text(left, sizeof left, l_op.lo, l_op.hi);
-            ranks_text(right, sizeof right, r_op.lo, r_op.hi);
-            if (l_op.lo >= r_op.hi)
+            char left[96], right[96], gap[96], what[128];
+            contrib_text(v, left, sizeof left, l_op.lo, l_op.hi);
+            contrib_text(v, right, sizeof right, r_op.lo, r_op.hi);
+            if (l_op.lo >= r_op.hi) {
                 snprintf(what, sizeof what, "the higher ranks are on the left");
-            else if (l_op.hi > r_op.lo)
+            } else if (l_op.hi > r_op.lo) {
                 snprintf(what, sizeof what, "they overlap: a contribution would count twice");
-            else
-                snprintf(what, sizeof what, "ranks %u..%u are missing between them", l_op.hi, r_op.lo - 1);
-            fail_at(v, rank, pc, "wrong reduction order for an 'ordered' schedule: combines %s (left) with %s (right), but %s; it must be rank 0 ⊕ 1 ⊕ ... ⊕ %" PRId64 " left to right",
-                    left, right, what, v->p - 1);
+            } else {
+                contrib_text(v, gap, sizeof gap, l_op.hi, r_op.lo);
+                snprintf(what, sizeof what, "%s %s missing between them", gap, r_op.lo - l_op.hi > 1 ? "are" : "is");
+            }
+            fail_at(v, rank, pc, "wrong reduction order for an 'ordered' schedule: combines %s (left) with %s (right), but %s; it must be rank 0 ⊕ 1 ⊕ ... ⊕ %" PRId64 " left to right%s",
+                    left, right, what, v->p - 1, v->nbufs > 1 ? ", each rank's buffers in order" : "");
             return;
         }
         uint64_t cnt = (uint64_t)l_op.cnt + r_op.cnt;
         sym_piece z = {.len = l, .orig = l_op.orig, .sum = l_op.sum + r_op.sum, .cnt = cnt > UINT32_MAX - 1 ? UINT32_MAX - 1 : (uint32_t)cnt,
                        .lo = l_op.lo < r_op.lo ? l_op.lo : r_op.lo, .hi = l_op.hi > r_op.hi ? l_op.hi : r_op.hi};
         /* the grouping of operands: with a commutative op only the unordered pair matters */
-        z.tree = v->a->commutative ? mix64(l_op.tree + r_op.tree + 0x2545F4914F6CDD1Dull)
+        z.tree = v->a->base.commutative ? mix64(l_op.tree + r_op.tree + 0x2545F4914F6CDD1Dull)
                                    : mix64(l_op.tree * 0x9E3779B97F4A7C15ull + r_op.tree);
         if (sym_list_add(out, z)) {
             nomem(v);
@@ -354,7 +374,7 @@ static void deliver(vctx *v, const vpost *snd, const sym_piece *data, size_t n, 
         return;
     }
     const nbc_insn *in = &prog_insns(v->rk[rcv->rank].prog)[rcv->pc];
-    uint64_t es = (uint64_t)v->a->esize;
+    uint64_t es = (uint64_t)v->a->base.esize;
     if (sym_write(&v->rk[rcv->rank].buf[in->a_slot], in->a_off / es, (in->a_off + in->len) / es, data, n, rcv->pc)) nomem(v);
     v->st.messages++;
     v->st.bytes += snd->len;
@@ -441,16 +461,16 @@ static void issue(vctx *v, uint32_t r)
 static sym_piece expected(const vctx *v, uint32_t rank, uint64_t pos, uint64_t out)
 {
     const verify_args *a = v->a;
-    sym_piece all = {.len = out - pos, .orig = pos, .sum = v->total, .cnt = (uint32_t)a->p, .lo = 0, .hi = (uint32_t)a->p};
+    sym_piece all = {.len = out - pos, .orig = pos, .sum = v->total, .cnt = (uint32_t)v->ncontrib, .lo = 0, .hi = (uint32_t)v->ncontrib};
     switch (v->coll) {
-    case COLL_REDUCE_SCATTER: all.orig = (uint64_t)rank * (uint64_t)a->count + pos; return all;
+    case COLL_REDUCE_SCATTER: all.orig = (uint64_t)rank * (uint64_t)a->base.count + pos; return all;
     case COLL_BCAST: {
-        sym_piece x = contribution(v, (uint32_t)a->root, out - pos);
+        sym_piece x = contribution(v, (uint32_t)a->base.root, out - pos);
         x.orig = pos;
         return x;
     }
     case COLL_ALLGATHER: {
-        uint64_t c = (uint64_t)a->count, blk = pos / c;
+        uint64_t c = (uint64_t)a->base.count, blk = pos / c;
         sym_piece x = contribution(v, (uint32_t)blk, c - pos % c);
         x.orig = pos % c;
         return x;
@@ -462,27 +482,26 @@ static sym_piece expected(const vctx *v, uint32_t rank, uint64_t pos, uint64_t o
 /* Why a run's set of contributions differs from the one expected. */
 static void explain(const vctx *v, const sym_piece *got, const sym_piece *want, char *out, size_t size)
 {
-    if (want->cnt == 1) {
-        for (int64_t q = 0; q < v->p; q++)
-            if (got->cnt == 1 && got->sum == key(v, (uint64_t)q)) {
-                snprintf(out, size, "hold rank %" PRId64 "'s data instead of rank %u's", q, want->lo);
-                return;
-            }
+    char who[96], whom[96];
+    uint32_t found = UINT32_MAX;
+    for (uint64_t q = 0; q < v->ncontrib && found == UINT32_MAX; q++) {
+        uint64_t k = key(v, q);
+        if ((want->cnt == 1 && got->cnt == 1 && got->sum == k) || (got->cnt + 1 == want->cnt && want->sum - got->sum == k) ||
+            (got->cnt == want->cnt + 1 && got->sum - want->sum == k))
+            found = (uint32_t)q;
     }
-    if (got->cnt + 1 == want->cnt)
-        for (int64_t q = 0; q < v->p; q++)
-            if (want->sum - got->sum == key(v, (uint64_t)q)) {
-                snprintf(out, size, "miss rank %" PRId64 "'s contribution", q);
-                return;
-            }
-    if (got->cnt == want->cnt + 1)
-        for (int64_t q = 0; q < v->p; q++)
-            if (got->sum - want->sum == key(v, (uint64_t)q)) {
-                snprintf(out, size, "count rank %" PRId64 "'s contribution twice", q);
-                return;
-            }
-    snprintf(out, size, "combine %u contributions where %u ranks' are expected, each once (some are missing or repeated)",
-             got->cnt, want->cnt);
+    if (found != UINT32_MAX) contrib_text(v, who, sizeof who, found, found + 1);
+    if (found != UINT32_MAX && want->cnt == 1 && got->cnt == 1) {
+        contrib_text(v, whom, sizeof whom, want->lo, want->hi);
+        snprintf(out, size, "hold %s's data instead of %s's", who, whom);
+    } else if (found != UINT32_MAX && got->cnt < want->cnt) {
+        snprintf(out, size, "miss %s's contribution", who);
+    } else if (found != UINT32_MAX) {
+        snprintf(out, size, "count %s's contribution twice", who);
+    } else {
+        snprintf(out, size, "combine %u contributions where %u are expected, each once (some are missing or repeated)", got->cnt,
+                 want->cnt);
+    }
 }
 
 /* For an ordered allreduce: the same expression tree as the reference rank, run by run. */
@@ -516,11 +535,11 @@ static void compare_tree(vctx *v, uint32_t rank, const sym_list *mine)
     }
 }
 
-static void check_result(vctx *v, uint32_t rank)
+/* Compares elements [0, out) of one buffer with the collective's result. */
+static void check_buffer(vctx *v, uint32_t rank, int slot, uint64_t out)
 {
-    vshape sh = shape_of(v, rank);
-    const sym_buf *b = &v->rk[rank].buf[SLOT_RECV];
-    uint64_t out = v->coll == COLL_BARRIER ? 0 : sh.out;
+    const sym_buf *b = &v->rk[rank].buf[slot];
+    char name[24];
     for (uint32_t c = 0; c < b->ncells && b->cut[c] < out && !v->failed; c++) {
         const sym_cell *cell = &b->cell[c];
         const sym_piece *pieces = sym_cell_pieces(cell);
@@ -530,7 +549,7 @@ static void check_result(vctx *v, uint32_t rank)
             while (got.len > 0 && pos < out) {
                 sym_piece want = expected(v, rank, pos, out);
                 uint64_t l = got.len < want.len ? got.len : want.len;
-                char why[200] = "";
+                char why[300] = "";
                 if (got.cnt == 0)
                     snprintf(why, sizeof why, "are never written");
                 else if (got.orig != want.orig)
@@ -538,7 +557,8 @@ static void check_result(vctx *v, uint32_t rank)
                 else if (got.sum != want.sum || got.cnt != want.cnt)
                     explain(v, &got, &want, why, sizeof why);
                 if (why[0]) {
-                    fail_at(v, rank, cell->writer, "recvbuf elements [%" PRIu64 ", %" PRIu64 ") end wrong: they %s%s", pos, pos + l, why,
+                    fail_at(v, rank, cell->writer, "%s elements [%" PRIu64 ", %" PRIu64 ") end wrong: they %s%s",
+                            prog_buffer_name(slot, name, sizeof name), pos, pos + l, why,
                             cell->writer == SYM_INITIAL ? "" : " (this instruction wrote them last)");
                     return;
                 }
@@ -547,9 +567,17 @@ static void check_result(vctx *v, uint32_t rank)
             }
         }
     }
+}
+
+static void check_result(vctx *v, uint32_t rank)
+{
+    vshape sh = shape_of(v, rank);
+    uint64_t out = v->coll == COLL_BARRIER ? 0 : sh.out;
+    check_buffer(v, rank, SLOT_RECV, out);
+    for (int s = SLOT_EXTRA; s < v->nslots; s++) check_buffer(v, rank, s, sh.extra);
     if (v->check_tree && !v->failed && out > 0) {
         v->t1.n = 0;
-        if (sym_read(b, 0, out, &v->t1)) nomem(v);
+        if (sym_read(&v->rk[rank].buf[SLOT_RECV], 0, out, &v->t1)) nomem(v);
         else compare_tree(v, rank, &v->t1);
     }
 }
@@ -670,8 +698,8 @@ static void run(vctx *v, const sched_lib *lib)
 
 int verify_schedule(const sched_lib *lib, const sched_def *s, const verify_args *a, diag *d, verify_stats *st)
 {
-    compile_args ca = {.p = a->p, .rank = 0, .count = a->count, .esize = a->esize, .inplace = a->inplace,
-                       .commutative = a->commutative, .root = a->root};
+    compile_args ca = a->base;
+    ca.rank = 0;
     diag quiet;
     diag_init(&quiet);
     int rc = compile_check(lib, s, &ca, &quiet);
@@ -686,32 +714,36 @@ int verify_schedule(const sched_lib *lib, const sched_def *s, const verify_args 
         return VERIFY_FAIL;
     }
     diag_free(&quiet);
-    if (a->p > INT32_MAX || (a->root < 0 || a->root >= a->p)) {
-        diag_error(d, s->src, s->at, "cannot verify '%s' for p = %" PRId64 ", root = %" PRId64, s->name, a->p, a->root);
+    if (a->base.p > INT32_MAX / NBC_MAX_BUFFERS || a->base.root < 0 || a->base.root >= a->base.p) {
+        diag_error(d, s->src, s->at, "cannot verify '%s' for p = %" PRId64 ", root = %" PRId64, s->name, a->base.p, a->base.root);
         return VERIFY_FAIL;
     }
 
-    vctx v = {.s = s, .a = a, .d = d, .p = a->p, .ref_rank = -1};
+    vctx v = {.s = s, .a = a, .d = d, .p = a->base.p, .ref_rank = -1};
     v.coll = (nbc_collective)(s->collective ? collective_from_name(s->collective) : COLL_ALLREDUCE);
-    int reduces = v.coll == COLL_ALLREDUCE || v.coll == COLL_REDUCE || v.coll == COLL_REDUCE_SCATTER;
-    v.check_order = s->ordered && reduces && !a->commutative;
-    v.check_tree = s->ordered && v.coll == COLL_ALLREDUCE;
-    for (int64_t r = 0; r < a->p; r++) v.total += key(&v, (uint64_t)r);
-    v.rk = calloc((size_t)a->p, sizeof *v.rk);
-    v.work = malloc((size_t)a->p * sizeof *v.work);
+    v.nbufs = v.coll == COLL_ALLREDUCE_MULTI && a->base.nbufs > 1 ? a->base.nbufs : 1;
+    v.nslots = SLOT_COUNT_ + (int)v.nbufs - 1;
+    v.ncontrib = (uint64_t)v.p * (uint64_t)v.nbufs;
+    int reduces = v.coll == COLL_ALLREDUCE || v.coll == COLL_REDUCE || v.coll == COLL_REDUCE_SCATTER || v.coll == COLL_ALLREDUCE_MULTI;
+    v.check_order = s->ordered && reduces && !a->base.commutative;
+    v.check_tree = s->ordered && (v.coll == COLL_ALLREDUCE || v.coll == COLL_ALLREDUCE_MULTI);
+    for (uint64_t q = 0; q < v.ncontrib; q++) v.total += key(&v, q);
+    v.rk = calloc((size_t)a->base.p, sizeof *v.rk);
+    v.work = malloc((size_t)a->base.p * sizeof *v.work);
     v.ch = chan_create(sizeof(vpost));
     if (!v.rk || !v.work || !v.ch) nomem(&v);
     else run(&v, lib);
 
     if (v.failed) {
         char root[40] = "";
-        if (v.coll == COLL_REDUCE || v.coll == COLL_BCAST) snprintf(root, sizeof root, ", root %" PRId64, a->root);
-        diag_append(d, "  (verifying '%s' for p = %" PRId64 ", count = %" PRId64 ", element %" PRId64 " bytes%s%s%s)\n", s->name, a->p,
-                    a->count, a->esize, root, a->inplace ? ", in place" : "", a->commutative ? ", commutative op" : ", non-commutative op");
+        if (v.coll == COLL_REDUCE || v.coll == COLL_BCAST) snprintf(root, sizeof root, ", root %" PRId64, a->base.root);
+        if (v.coll == COLL_ALLREDUCE_MULTI) snprintf(root, sizeof root, ", %" PRId64 " buffers", v.nbufs);
+        diag_append(d, "  (verifying '%s' for p = %" PRId64 ", count = %" PRId64 ", element %" PRId64 " bytes%s%s%s)\n", s->name, a->base.p,
+                    a->base.count, a->base.esize, root, a->base.inplace ? ", in place" : "", a->base.commutative ? ", commutative op" : ", non-commutative op");
     }
     if (v.ch) chan_each(v.ch, drop_post, NULL);
     chan_destroy(v.ch);
-    for (int64_t r = 0; v.rk && r < a->p; r++) release(&v.rk[r]);
+    for (int64_t r = 0; v.rk && r < a->base.p; r++) release(&v.rk[r]);
     free(v.rk);
     free(v.work);
     sym_list_free(&v.t1);

@@ -16,11 +16,11 @@
 
 #include <stdint.h>
 #include "../dsl/diag.h"
+#include "compile.h"
 #include "library.h"
 
 typedef struct {
-    int64_t p, count, esize, root;
-    int inplace, commutative;
+    compile_args base;           /* p, count, element size, ...; rank is ignored */
     uint64_t seed;               /* of the random contribution keys */
 } verify_args;
 

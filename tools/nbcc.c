@@ -93,7 +93,8 @@ static const char *const usage_list =
 
 static const char *const usage_verify =
     "usage: nbcc verify NAME|FILE --p LIST [--count N | --counts LIST] [--type T] [--inplace]\n"
-    "                   [--commutative | --noncommutative] [--root R] [--seed S] [--schedule NAME]\n"
+    "                   [--commutative | --noncommutative] [--root R] [--seed S] [--param NAME=V]\n"
+    "                   [--nbufs LIST] [--schedule NAME]\n"
     "\n"
     "Compiles every rank's program of a schedule (a built-in name, every schedule implementing a\n"
     "collective in FILE, or --schedule NAME) and runs them together against a simulated network,\n"
@@ -114,13 +115,16 @@ static const char *const usage_verify =
     "                   non-commutative one for 'ordered' schedules, where the order is checked)\n"
     "  --root R         the root of a rooted collective (default 0)\n"
     "  --seed S         seed of the random contributions (default 1)\n"
+    "  --param NAME=V   a value for one of the schedule's params (up to 4 times)\n"
+    "  --nbufs LIST     buffers per rank of a multi-buffer collective (default 1,3; always in place)\n"
     "Exit status 1 when a check fails, or when the schedule applies to none of the cases.\n";
 
 static const char *const usage_simulate =
     "usage: nbcc simulate NAME|FILE --p P (--bytes N | --count N) [--type T] [--model SPEC]\n"
-    "                     [--inplace] [--noncommutative] [--root R] [--rounds N] [--schedule NAME]\n"
+    "                     [--inplace] [--noncommutative] [--root R] [--rounds N] [--param NAME=V]\n"
+    "                     [--nbufs N] [--schedule NAME]\n"
     "       nbcc simulate --compare [NAME|FILE...] [--collective C] [--p LIST] [--bytes LIST]\n"
-    "                     [--type T] [--model SPEC] [--inplace] [--noncommutative]\n"
+    "                     [--type T] [--model SPEC] [--inplace] [--noncommutative] [--nbufs N]\n"
     "\n"
     "Predicts when each rank of a schedule finishes under a cost model, running all the ranks'\n"
     "programs against a timed network, and prints the time, the critical path (as the model\n"
@@ -140,11 +144,14 @@ static const char *const usage_simulate =
     "  --inplace        sendbuf is MPI_IN_PLACE\n"
     "  --noncommutative the op is not commutative\n"
     "  --root R         the root of a rooted collective (default 0)\n"
-    "  --rounds N       rows of the round table (default 64)\n";
+    "  --rounds N       rows of the round table (default 64)\n"
+    "  --param NAME=V   a value for one of the schedule's params (up to 4 times)\n"
+    "  --nbufs N        buffers per rank of a multi-buffer collective (default 1)\n";
 
 static const char *const usage_draw =
     "usage: nbcc draw NAME|FILE --p P --count N [-o FILE] [--format svg|dot|text] [--type T]\n"
-    "                 [--inplace] [--noncommutative] [--root R] [--schedule NAME]\n"
+    "                 [--inplace] [--noncommutative] [--root R] [--param NAME=V] [--nbufs N]\n"
+    "                 [--schedule NAME]\n"
     "\n"
     "Draws a space-time diagram of a schedule: one row per rank, one column per step (unit\n"
     "latency), a box per round with its reductions and copies marked, an arrow per message\n"
@@ -294,6 +301,24 @@ static int find_schedules(sched_lib *lib, const char *what, const char *sname, c
 static void complain_missing(const char *cmd, const char *what, const char *sname)
 {
     fprintf(stderr, "nbcc %s: no schedule '%s'%s (nbcc list shows them)\n", cmd, sname ? sname : what, sname ? " in that file" : "");
+}
+
+/* --param NAME=VALUE sets a schedule parameter (the name stays in argv, cut at the '='). */
+static void add_param(compile_args *a, char *text)
+{
+    char *eq = strchr(text, '=');
+    if (!eq || eq == text || a->nparams == COMPILE_MAX_PARAMS) {
+        fprintf(stderr, "nbcc: --param wants NAME=VALUE, at most %d times\n", COMPILE_MAX_PARAMS);
+        exit(2);
+    }
+    *eq = '\0';
+    a->params[a->nparams].name = text;
+    a->params[a->nparams++].value = number("--param", eq + 1);
+}
+
+static int is_multi(const sched_def *s)
+{
+    return s->collective && collective_from_name(s->collective) == COLL_ALLREDUCE_MULTI;
 }
 
 static int cmd_dump(int argc, char **argv)
@@ -493,9 +518,10 @@ static double seconds_since(const struct timespec *t0)
 /* ---- verify ---- */
 
 typedef struct {
-    const char *p_text, *counts_text;
-    int esize, inplace, only_commutative, only_noncommutative;
-    long long root, seed;
+    const char *p_text, *counts_text, *nbufs_text;
+    int only_commutative, only_noncommutative;
+    long long seed;
+    compile_args base;   /* element size, in place, root, params */
 } verify_opts;
 
 static int verify_one(const sched_lib *lib, const sched_def *s, const verify_opts *o)
@@ -504,7 +530,14 @@ static int verify_one(const sched_lib *lib, const sched_def *s, const verify_opt
     size_t nps;
     if (expand_list("--p", o->p_text, 0, 0, &ps, &nps)) return 2;
     int c = collective_from_name(s->collective);
-    int reduces = c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_REDUCE_SCATTER;
+    int reduces = c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_REDUCE_SCATTER || c == COLL_ALLREDUCE_MULTI;
+    int64_t *nbufs, one = 1;
+    size_t nnbufs = 1;
+    if (!is_multi(s)) nbufs = &one;
+    else if (expand_list("--nbufs", o->nbufs_text, 0, 0, &nbufs, &nnbufs)) {
+        free(ps);
+        return 2;
+    }
     int variants[2], nv = 0;
     if (!o->only_noncommutative) variants[nv++] = 1;
     if (o->only_noncommutative || (!o->only_commutative && s->ordered && reduces)) variants[nv++] = 0;
@@ -516,7 +549,7 @@ static int verify_one(const sched_lib *lib, const sched_def *s, const verify_opt
     diag d;
     diag_init(&d);
     for (size_t i = 0; i < nps && !bad; i++) {
-        if (ps[i] < 1 || o->root >= ps[i]) {
+        if (ps[i] < 1 || o->base.root >= ps[i]) {
             fprintf(stderr, "nbcc verify: p = %" PRId64 " is not a process count%s\n", ps[i], ps[i] >= 1 ? " with that --root" : "");
             bad = 2;
             break;
@@ -529,9 +562,12 @@ static int verify_one(const sched_lib *lib, const sched_def *s, const verify_opt
         }
         for (size_t j = 0; j < ncounts && !bad; j++) {
             if (counts[j] < 0) continue; /* 0 or p-1 at p = 1, say: nothing to do */
-            for (int k = 0; k < nv && !bad; k++) {
-                verify_args a = {.p = ps[i], .count = counts[j], .esize = o->esize, .root = o->root, .inplace = o->inplace,
-                                 .commutative = variants[k], .seed = (uint64_t)o->seed};
+            for (size_t b = 0; b < nnbufs * (size_t)nv && !bad; b++) {
+                verify_args a = {.base = o->base, .seed = (uint64_t)o->seed};
+                a.base.p = ps[i];
+                a.base.count = counts[j];
+                a.base.commutative = variants[b % (size_t)nv];
+                a.base.nbufs = nbufs[b / (size_t)nv];
                 int rc = verify_schedule(lib, s, &a, &d, &st);
                 if (rc == VERIFY_SKIP) skipped++;
                 if (rc == VERIFY_OK) runs++;
@@ -545,13 +581,14 @@ static int verify_one(const sched_lib *lib, const sched_def *s, const verify_opt
     }
     diag_free(&d);
     free(ps);
+    if (nbufs != &one) free(nbufs);
     if (bad) return bad;
     if (runs == 0) {
         fprintf(stderr, "%s (%s): nothing verified: its requirements fail for every p and count given\n", s->name, s->src->name);
         return 1;
     }
-    printf("%s (%s): ok, %ld runs (p = %s; counts %s;%s %s)", s->name, s->src->name, runs, o->p_text, o->counts_text,
-           o->inplace ? " in place;" : "", nv == 2 ? "commutative and non-commutative op" : variants[0] ? "commutative op" : "non-commutative op");
+    printf("%s (%s): ok, %ld runs (p = %s; counts %s;%s%s%s %s)", s->name, s->src->name, runs, o->p_text, o->counts_text,
+           is_multi(s) ? " buffers " : "", is_multi(s) ? o->nbufs_text : "", is_multi(s) ? ";" : o->base.inplace ? " in place;" : "", nv == 2 ? "commutative and non-commutative op" : variants[0] ? "commutative op" : "non-commutative op");
     if (skipped) printf(", %ld skipped by its requirements", skipped);
     printf("; %" PRIu64 " programs, %" PRIu64 " instructions, %" PRIu64 " messages; %.2f s\n", st.programs, st.insns, st.messages,
            seconds_since(&t0));
@@ -570,9 +607,11 @@ static int cmd_verify(int argc, char **argv)
         {"inplace", no_argument, 0, 'i'},         {"commutative", no_argument, 0, 'm'},
         {"noncommutative", no_argument, 0, 'n'},  {"root", required_argument, 0, 'R'},
         {"seed", required_argument, 0, 'S'},      {"schedule", required_argument, 0, 's'},
+        {"param", required_argument, 0, 'P'},     {"nbufs", required_argument, 0, 'B'},
         {0, 0, 0, 0},
     };
-    verify_opts o = {.p_text = "1..16", .counts_text = "1,p+1,1001", .esize = 4, .seed = 1};
+    verify_opts o = {.p_text = "1..16", .counts_text = "1,p+1,1001", .nbufs_text = "1,3", .seed = 1, .base = {.esize = 4}};
+    int esize = 4;
     const char *tname = "int", *sname = NULL;
     optind = 1;
     for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
@@ -580,28 +619,37 @@ static int cmd_verify(int argc, char **argv)
         case 'p': o.p_text = optarg; break;
         case 'c': number("--count", optarg); o.counts_text = optarg; break;
         case 'C': o.counts_text = optarg; break;
-        case 'i': o.inplace = 1; break;
+        case 'i': o.base.inplace = 1; break;
         case 'm': o.only_commutative = 1; break;
         case 'n': o.only_noncommutative = 1; break;
-        case 'R': o.root = number("--root", optarg); break;
+        case 'R': o.base.root = number("--root", optarg); break;
         case 'S': o.seed = number("--seed", optarg); break;
         case 's': sname = optarg; break;
+        case 'P': add_param(&o.base, optarg); break;
+        case 'B': o.nbufs_text = optarg; break;
         case 't':
-            if (type_by_name(optarg, &o.esize, &tname)) return 2;
+            if (type_by_name(optarg, &esize, &tname)) return 2;
+            o.base.esize = esize;
             break;
         default: fputs(usage_verify, stderr); return 2;
         }
     }
-    if (optind != argc - 1 || o.root < 0 || (o.only_commutative && o.only_noncommutative)) {
+    if (optind != argc - 1 || o.base.root < 0 || (o.only_commutative && o.only_noncommutative)) {
         fprintf(stderr, "nbcc verify: %s\n", optind != argc - 1 ? "name one schedule or file"
-                                             : o.root < 0 ? "--root must be >= 0" : "--commutative or --noncommutative, not both");
+                                             : o.base.root < 0 ? "--root must be >= 0" : "--commutative or --noncommutative, not both");
         fputs(usage_verify, stderr);
         return 2;
     }
     sched_lib *lib = load_builtins();
     const sched_def *found[64];
     int n = find_schedules(lib, argv[optind], sname, found, 64), rc = n > 0 ? 0 : 1;
-    if (n == 0) complain_missing("verify", argv[optind], sname);
+    struct stat st;
+    if (n == 0 && !sname && stat(argv[optind], &st) == 0) {
+        printf("%s: no schedule in it implements a collective (building blocks only): nothing to verify\n", argv[optind]);
+        rc = 0;
+    } else if (n == 0) {
+        complain_missing("verify", argv[optind], sname);
+    }
     for (int i = 0; i < n && rc != 2; i++) {
         int r = verify_one(lib, found[i], &o);
         if (r > rc) rc = r;
@@ -614,7 +662,7 @@ static int cmd_verify(int argc, char **argv)
 
 static int simulate_compare(sched_lib *lib, int argc, char **argv, const char *collective, const char *p_text,
                             const char *bytes_text, int esize, const char *tname, int inplace, int commutative,
-                            const sim_model *m)
+                            int64_t nbufs, const sim_model *m)
 {
     for (int i = 0; i < argc; i++) { /* the schedules named set the collective, files add theirs */
         const sched_def *s;
@@ -644,7 +692,7 @@ static int simulate_compare(sched_lib *lib, int argc, char **argv, const char *c
             free(ps), free(bytes);
             return 2;
         }
-    compare_grid g = {collective, ps, nps, bytes, nbytes, esize, tname, inplace, commutative};
+    compare_grid g = {collective, ps, nps, bytes, nbytes, esize, tname, inplace, commutative, nbufs};
     diag d;
     diag_init(&d);
     int rc = compare_schedules(lib, &g, m, stdout, &d);
@@ -668,8 +716,10 @@ static int cmd_simulate(int argc, char **argv)
         {"noncommutative", no_argument, 0, 'n'},   {"root", required_argument, 0, 'R'},
         {"rounds", required_argument, 0, 'r'},     {"schedule", required_argument, 0, 's'},
         {"compare", no_argument, 0, 'X'},          {"collective", required_argument, 0, 'L'},
+        {"param", required_argument, 0, 'P'},      {"nbufs", required_argument, 0, 'B'},
         {0, 0, 0, 0},
     };
+    compile_args base = {0};
     const char *p_text = NULL, *bytes_text = NULL, *tname = "int", *sname = NULL, *collective = NULL;
     long long count = -1, root = 0, rounds = 64;
     int esize = 4, inplace = 0, commutative = 1, compare = 0;
@@ -689,6 +739,8 @@ static int cmd_simulate(int argc, char **argv)
         case 's': sname = optarg; break;
         case 'X': compare = 1; break;
         case 'L': collective = optarg; break;
+        case 'P': add_param(&base, optarg); break;
+        case 'B': base.nbufs = number("--nbufs", optarg); break;
         case 'M':
             if (sim_model_parse(optarg, &m, err, sizeof err)) {
                 fprintf(stderr, "nbcc simulate: %s\n", err);
@@ -705,7 +757,8 @@ static int cmd_simulate(int argc, char **argv)
     int rc;
     if (compare) {
         rc = simulate_compare(lib, argc - optind, argv + optind, collective, p_text ? p_text : "2,3,4,8,16,32,64,128,256",
-                              bytes_text ? bytes_text : "8,64,512,4k,32k,256k,2m", esize, tname, inplace, commutative, &m);
+                              bytes_text ? bytes_text : "8,64,512,4k,32k,256k,2m", esize, tname, inplace, commutative, base.nbufs,
+                              &m);
         lib_destroy(lib);
         return rc;
     }
@@ -732,8 +785,14 @@ static int cmd_simulate(int argc, char **argv)
         free(ps), free(bs), lib_destroy(lib);
         return 1;
     }
-    sim_args a = {.p = ps[0], .count = count, .esize = esize, .root = root, .inplace = inplace, .commutative = commutative,
-                  .record_hops = ps[0] <= 4096};
+    base.p = ps[0];
+    base.count = count;
+    base.esize = esize;
+    base.root = root;
+    base.inplace = inplace;
+    base.commutative = commutative;
+    sim_args a = sim_args_of(&base);
+    a.record_hops = ps[0] <= 4096;
     sim_result res;
     diag d;
     diag_init(&d);
@@ -772,8 +831,10 @@ static int cmd_draw(int argc, char **argv)
         {"type", required_argument, 0, 't'},       {"format", required_argument, 0, 'f'},
         {"inplace", no_argument, 0, 'i'},          {"noncommutative", no_argument, 0, 'n'},
         {"root", required_argument, 0, 'R'},       {"schedule", required_argument, 0, 's'},
+        {"param", required_argument, 0, 'P'},      {"nbufs", required_argument, 0, 'B'},
         {0, 0, 0, 0},
     };
+    compile_args base = {0};
     long long p = 0, count = -1, root = 0;
     int esize = 4, inplace = 0, commutative = 1;
     const char *tname = "int", *sname = NULL, *path = NULL, *format = NULL;
@@ -784,6 +845,8 @@ static int cmd_draw(int argc, char **argv)
         case 'c': count = number("--count", optarg); break;
         case 'o': path = optarg; break;
         case 'f': format = optarg; break;
+        case 'P': add_param(&base, optarg); break;
+        case 'B': base.nbufs = number("--nbufs", optarg); break;
         case 'i': inplace = 1; break;
         case 'n': commutative = 0; break;
         case 'R': root = number("--root", optarg); break;
@@ -824,7 +887,13 @@ static int cmd_draw(int argc, char **argv)
     FILE *mem = open_memstream(&buf, &len);
     diag d;
     diag_init(&d);
-    sim_args a = {.p = p, .count = count, .esize = esize, .root = root, .inplace = inplace, .commutative = commutative};
+    base.p = p;
+    base.count = count;
+    base.esize = esize;
+    base.root = root;
+    base.inplace = inplace;
+    base.commutative = commutative;
+    sim_args a = sim_args_of(&base);
     int rc = mem ? draw_schedule(lib, s, &a, tname, f, mem, &d) : -1;
     if (mem) fclose(mem);
     if (rc) {
