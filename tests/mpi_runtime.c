@@ -92,6 +92,34 @@ static void loading(void)
     nbc_set_schedule("allreduce", NULL);
 }
 
+/* Tuning files and selection modes through the API; every call after them still right. */
+static void selection(void)
+{
+    char path[64], expect[96];
+    snprintf(path, sizeof path, "tuning-%d.rules", rank);
+    FILE *f = fopen(path, "w");
+    fputs("allreduce p >= 1 -> linear\nallreduce bytes < -> ring\n", f);
+    fclose(f);
+    int rc = nbc_load_tuning(path);
+    snprintf(expect, sizeof expect, "%s:2: error:", path);
+    check(rc == MPI_ERR_ARG && strstr(nbc_error_message(), expect), "a broken tuning file is refused with file:line",
+          "rc %d: %s", rc, nbc_error_message());
+    f = fopen(path, "w");
+    fputs("# everything linear\nallreduce -> linear\n", f);
+    fclose(f);
+    rc = nbc_load_tuning(path);
+    check(rc == MPI_SUCCESS && allreduce_ok(77, 0) && allreduce_ok(1000, 1), "a tuning file loads and calls stay right",
+          "rc %d: %s", rc, nbc_error_message());
+    unlink(path);
+    rc = nbc_set_selection("fastest");
+    check(rc == MPI_ERR_ARG, "an unknown selection mode is refused", "rc %d", rc);
+    rc = nbc_set_selection("model:alpha=2e-6,beta=1e-9,gamma=1e-9");
+    check(rc == MPI_SUCCESS && allreduce_ok(5, 0) && allreduce_ok(3000, 0), "model selection gives right results",
+          "rc %d: %s", rc, nbc_error_message());
+    rc = nbc_set_selection("rules");
+    check(rc == MPI_SUCCESS && allreduce_ok(9, 1), "back to the rules", "rc %d", rc);
+}
+
 static void thousand_in_flight(void)
 {
     enum { N = 1000, COUNT = 3 };
@@ -171,6 +199,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     loading();
+    selection();
     thousand_in_flight();
     first_use_does_not_block();
     hit_allocates_nothing();
