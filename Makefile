@@ -1,7 +1,7 @@
 # nbc: non-blocking collectives from schedules. `make` builds everything; `make demo` runs the
 # example under mpiexec; `make test` runs every test; `make install PREFIX=...` installs.
 
-PACKAGES := mpich libmpich-dev flex bison libxxhash-dev
+PACKAGES := mpich libmpich-dev flex bison libxxhash-dev libxml2-utils
 PREFIX   ?= /usr/local
 BUILD    ?= build
 BINDIR   ?= bin

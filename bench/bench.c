@@ -280,7 +280,7 @@ static void compare(FILE *csv, FILE *dat, int n, int reps, double batch_s)
         printf("%2d %10zu  %-34s %11.2f %11.2f %11.2f %8.2f %8.2f %9.1f%s\n", nprocs, bytes, vars[v].name,
                s[v].median * 1e6, s[v].p25 * 1e6, s[v].p75 * 1e6, ri, ra, mbs, ok[v] ? "" : "  WRONG RESULT");
         if (csv)
-            fprintf(csv, "%d,%zu,%s,%.3f,%.3f,%.3f,%.3f,%.3f,%d,%d,%.4f,%.4f,%.1f,%d\n", nprocs, bytes, vars[v].name,
+            fprintf(csv, "%d,%zu,%s,%.3f,%.3f,%.3f,%.3f,%.3f,%d,%d,%.4f,%.4f,%.3f,%d\n", nprocs, bytes, vars[v].name,
                     s[v].median * 1e6, s[v].p25 * 1e6, s[v].p75 * 1e6, s[v].min * 1e6, s[v].max * 1e6, reps, iters,
                     ri, ra, mbs, ok[v]);
         if (dat) fprintf(dat, " %.4f", s[v].median * 1e6);

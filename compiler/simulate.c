@@ -364,7 +364,7 @@ static int receive(sctx *c, uint32_t r)
         }
         k->end = later(done, k->end); /* on a tie the message makes the more telling path */
         if (c->h && c->h->message)
-            c->h->message(c->h->ctx, (uint32_t)t.peer, got.src_round, got.sent, r, k->round, got.at.t, got.len);
+            c->h->message(c->h->ctx, (uint32_t)t.peer, got.src_round, got.sent, r, k->round, done.t, got.len);
     }
 }
 

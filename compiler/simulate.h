@@ -54,13 +54,14 @@ compile_args sim_compile_args(const sim_args *a);
 sim_args sim_args_of(const compile_args *c);
 
 /* Called as the simulation goes (either may be NULL): a rank's round with its time span and
- * local work; a message from its sending to its arrival. */
+ * local work; a message from when it leaves to when its receive completes (which is later than
+ * its arrival when the receiver posts the receive late). */
 typedef struct {
     void *ctx;
     void (*round)(void *ctx, uint32_t rank, uint32_t round, double start, double end, uint64_t reduced,
                   uint64_t copied);
     void (*message)(void *ctx, uint32_t src, uint32_t src_round, double sent, uint32_t dst, uint32_t dst_round,
-                    double arrived, uint64_t bytes);
+                    double received, uint64_t bytes);
 } sim_hooks;
 
 typedef struct {               /* a critical path, as the model terms it adds up */

@@ -16,6 +16,7 @@
 #include "chan.h"
 #include "compile.h"
 #include "disasm.h"
+#include "origin.h"
 #include "progcheck.h"
 #include "symbuf.h"
 
@@ -27,6 +28,7 @@ typedef struct {
     uint32_t round;      /* the round being run (or next to run when not issued) */
     uint32_t pending;    /* its messages of that round not yet matched */
     uint8_t issued, done, queued;
+    uint64_t *heard;     /* barrier: the ranks it has heard from, directly or through others */
 } vrank;
 
 typedef struct {         /* a posted, unmatched operation waiting in a channel */
@@ -34,15 +36,18 @@ typedef struct {         /* a posted, unmatched operation waiting in a channel *
     uint64_t len;        /* bytes */
     sym_piece *data;     /* a send's contents */
     size_t n;
+    uint64_t *heard;     /* barrier: what its sender had heard of when it sent */
 } vpost;
 
 typedef struct {
+    const sched_lib *lib;
     const sched_def *s;
     const verify_args *a;
     diag *d;
     nbc_collective coll;
     int check_order;     /* ordered schedule, non-commutative op: ranges must meet left to right */
     int check_tree;      /* ordered allreduce: the same expression tree on every rank */
+    size_t heard_words;  /* barrier: words of each rank's heard-from bit set (0: no check) */
     int64_t p;
     int64_t nbufs;       /* a multi-buffer call's buffers per rank, else 1 */
     int nslots;          /* slots in use: sendbuf, recvbuf, scratch, other buffers */
@@ -126,7 +131,9 @@ static __attribute__((format(printf, 4, 5))) void fail_at(vctx *v, uint32_t rank
     const nbc_program *prog = v->rk[rank].prog;
     if (prog && pc < prog->ninsns) {
         describe(&prog_insns(prog)[pc], what, sizeof what);
-        diag_error(v->d, v->s->src, where(v, rank, pc), "rank %u, round %u, pc %u (%s): %s", rank, round_of(prog, pc), pc, what, msg);
+        loc at = where(v, rank, pc);
+        diag_error(v->d, origin_of(v->lib, v->s, at), at, "rank %u, round %u, pc %u (%s): %s", rank, round_of(prog, pc), pc, what,
+                   msg);
     } else {
         diag_error(v->d, v->s->src, v->s->at, "rank %u: %s", rank, msg);
     }
@@ -141,7 +148,7 @@ static void note_at(vctx *v, uint32_t rank, uint32_t pc, const char *what)
     char ins[160];
     describe(&prog_insns(prog)[pc], ins, sizeof ins);
     loc at = where(v, rank, pc);
-    diag_append(v->d, "%s:%d:%d: note: %s: rank %u, round %u, pc %u (%s)\n", v->s->src->name, at.line, at.col, what, rank,
+    diag_append(v->d, "%s:%d:%d: note: %s: rank %u, round %u, pc %u (%s)\n", origin_of(v->lib, v->s, at)->name, at.line, at.col, what, rank,
                 round_of(prog, pc), pc, ins);
 }
 
@@ -252,7 +259,9 @@ static void release(vrank *k)
 {
     for (int s = 0; s < NBC_MAX_SLOTS; s++) sym_buf_free(&k->buf[s]);
     free(k->prog);
+    free(k->heard);
     k->prog = NULL;
+    k->heard = NULL;
 }
 
 /* Compiles and checks one rank's program on its own. */
@@ -290,6 +299,14 @@ static int load_rank(vctx *v, const sched_lib *lib, uint32_t rank)
     if (setup_buffers(v, rank, &sh)) {
         nomem(v);
         return -1;
+    }
+    if (v->heard_words) {
+        k->heard = calloc(v->heard_words, sizeof *k->heard);
+        if (!k->heard) {
+            nomem(v);
+            return -1;
+        }
+        k->heard[rank / 64] |= 1ull << (rank % 64);
     }
     v->st.programs++;
     v->st.insns += k->prog->ninsns;
@@ -364,8 +381,9 @@ static void combine(vctx *v, uint32_t rank, uint32_t pc, const sym_list *B, cons
     }
 }
 
-/* A matched pair: the send's contents land in the receiver's buffer. */
-static void deliver(vctx *v, const vpost *snd, const sym_piece *data, size_t n, const vpost *rcv)
+/* A matched pair: the send's contents land in the receiver's buffer (and, for a barrier, what
+ * the sender had heard of when it sent). */
+static void deliver(vctx *v, const vpost *snd, const sym_piece *data, size_t n, const uint64_t *heard, const vpost *rcv)
 {
     if (snd->len != rcv->len) {
         fail_at(v, rcv->rank, rcv->pc, "size mismatch: receives %" PRIu64 " bytes, but the matching message from rank %u is %" PRIu64 " bytes",
@@ -376,6 +394,7 @@ static void deliver(vctx *v, const vpost *snd, const sym_piece *data, size_t n, 
     const nbc_insn *in = &prog_insns(v->rk[rcv->rank].prog)[rcv->pc];
     uint64_t es = (uint64_t)v->a->base.esize;
     if (sym_write(&v->rk[rcv->rank].buf[in->a_slot], in->a_off / es, (in->a_off + in->len) / es, data, n, rcv->pc)) nomem(v);
+    for (size_t i = 0; heard && i < v->heard_words; i++) v->rk[rcv->rank].heard[i] |= heard[i];
     v->st.messages++;
     v->st.bytes += snd->len;
     matched(v, snd->rank);
@@ -384,40 +403,46 @@ static void deliver(vctx *v, const vpost *snd, const sym_piece *data, size_t n, 
 
 static void post_send(vctx *v, uint32_t r, uint32_t pc, const nbc_insn *in, const sym_list *data)
 {
-    vpost me = {r, v->rk[r].round, pc, in->len, NULL, 0};
+    vpost me = {r, v->rk[r].round, pc, in->len, NULL, 0, NULL};
     uint32_t peer = (uint32_t)in->peer;
     v->rk[r].pending++;
     vpost *w = chan_front(v->ch, r, peer, SIDE_RECV);
     if (w) {
         vpost rcv = *w;
         chan_pop(v->ch, r, peer);
-        deliver(v, &me, data->v, data->n, &rcv);
+        deliver(v, &me, data->v, data->n, v->rk[r].heard, &rcv);
         return;
     }
     me.n = data->n;
     me.data = malloc((data->n ? data->n : 1) * sizeof *me.data);
-    if (!me.data) {
+    if (v->heard_words) me.heard = malloc(v->heard_words * sizeof *me.heard);
+    if (!me.data || (v->heard_words && !me.heard)) {
+        free(me.data);
+        free(me.heard);
         nomem(v);
         return;
     }
     memcpy(me.data, data->v, data->n * sizeof *me.data);
+    if (me.heard) memcpy(me.heard, v->rk[r].heard, v->heard_words * sizeof *me.heard);
     if (chan_push(v->ch, r, peer, SIDE_SEND, &me)) {
         free(me.data);
+        free(me.heard);
         nomem(v);
     }
 }
 
 static void post_recv(vctx *v, uint32_t r, uint32_t pc, const nbc_insn *in)
 {
-    vpost me = {r, v->rk[r].round, pc, in->len, NULL, 0};
+    vpost me = {r, v->rk[r].round, pc, in->len, NULL, 0, NULL};
     uint32_t peer = (uint32_t)in->peer;
     v->rk[r].pending++;
     vpost *w = chan_front(v->ch, peer, r, SIDE_SEND);
     if (w) {
         vpost snd = *w;
         chan_pop(v->ch, peer, r);
-        deliver(v, &snd, snd.data, snd.n, &me);
+        deliver(v, &snd, snd.data, snd.n, snd.heard, &me);
         free(snd.data);
+        free(snd.heard);
         return;
     }
     if (chan_push(v->ch, peer, r, SIDE_RECV, &me)) nomem(v);
@@ -569,8 +594,24 @@ static void check_buffer(vctx *v, uint32_t rank, int slot, uint64_t out)
     }
 }
 
+/* A barrier may let a rank go only once every rank has arrived: it must have heard from each,
+ * directly or through others. */
+static void check_heard(vctx *v, uint32_t rank)
+{
+    const uint64_t *h = v->rk[rank].heard;
+    for (int64_t q = 0; q < v->p; q++)
+        if (!(h[q / 64] >> (q % 64) & 1)) {
+            const nbc_program *prog = v->rk[rank].prog;
+            fail_at(v, rank, prog->ninsns ? prog->ninsns - 1 : UINT32_MAX,
+                    "leaves the barrier without having heard from rank %" PRId64 ", even through others: it may leave before rank %" PRId64 " arrives",
+                    q, q);
+            return;
+        }
+}
+
 static void check_result(vctx *v, uint32_t rank)
 {
+    if (v->heard_words) check_heard(v, rank);
     vshape sh = shape_of(v, rank);
     uint64_t out = v->coll == COLL_BARRIER ? 0 : sh.out;
     check_buffer(v, rank, SLOT_RECV, out);
@@ -675,6 +716,7 @@ static void drop_post(void *ctx, uint32_t src, uint32_t dst, int side, void *ite
 {
     (void)ctx, (void)src, (void)dst, (void)side;
     free(((vpost *)item)->data);
+    free(((vpost *)item)->heard);
 }
 
 static void run(vctx *v, const sched_lib *lib)
@@ -719,7 +761,7 @@ int verify_schedule(const sched_lib *lib, const sched_def *s, const verify_args 
         return VERIFY_FAIL;
     }
 
-    vctx v = {.s = s, .a = a, .d = d, .p = a->base.p, .ref_rank = -1};
+    vctx v = {.lib = lib, .s = s, .a = a, .d = d, .p = a->base.p, .ref_rank = -1};
     v.coll = (nbc_collective)(s->collective ? collective_from_name(s->collective) : COLL_ALLREDUCE);
     v.nbufs = v.coll == COLL_ALLREDUCE_MULTI && a->base.nbufs > 1 ? a->base.nbufs : 1;
     v.nslots = SLOT_COUNT_ + (int)v.nbufs - 1;
@@ -728,6 +770,7 @@ int verify_schedule(const sched_lib *lib, const sched_def *s, const verify_args 
     v.check_order = s->ordered && reduces && !a->base.commutative;
     v.check_tree = s->ordered && (v.coll == COLL_ALLREDUCE || v.coll == COLL_ALLREDUCE_MULTI);
     for (uint64_t q = 0; q < v.ncontrib; q++) v.total += key(&v, q);
+    if (v.coll == COLL_BARRIER && v.p <= 16384) v.heard_words = ((size_t)v.p + 63) / 64; /* p²/8 bytes in all */
     v.rk = calloc((size_t)a->base.p, sizeof *v.rk);
     v.work = malloc((size_t)a->base.p * sizeof *v.work);
     v.ch = chan_create(sizeof(vpost));

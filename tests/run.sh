@@ -88,6 +88,9 @@ if true; then
     done
 fi
 
+# the benchmark runs and writes a well-formed CSV (plain build only: it links without sanitizers)
+[ -z "$TAG" ] && suite "bench" sh tests/bench.sh "$BINDIR" "$BUILD"
+
 # nbcc verify/simulate/draw, and the seeded faults they must catch
 [ -f tests/verify.sh ] && suite "verify" sh tests/verify.sh "$BINDIR"
 

@@ -556,7 +556,10 @@ static int verify_one(const sched_lib *lib, const sched_def *s, const verify_opt
         }
         int64_t *counts;
         size_t ncounts;
-        if (expand_list("--counts", o->counts_text, ps[i], 1, &counts, &ncounts)) {
+        if (c == COLL_BARRIER) { /* no data: the runtime compiles barriers for count 0 alone */
+            counts = calloc(1, sizeof *counts);
+            ncounts = 1;
+        } else if (expand_list("--counts", o->counts_text, ps[i], 1, &counts, &ncounts)) {
             bad = 2;
             break;
         }
@@ -587,7 +590,8 @@ static int verify_one(const sched_lib *lib, const sched_def *s, const verify_opt
         fprintf(stderr, "%s (%s): nothing verified: its requirements fail for every p and count given\n", s->name, s->src->name);
         return 1;
     }
-    printf("%s (%s): ok, %ld runs (p = %s; counts %s;%s%s%s %s)", s->name, s->src->name, runs, o->p_text, o->counts_text,
+    printf("%s (%s): ok, %ld runs (p = %s; counts %s;%s%s%s %s)", s->name, s->src->name, runs, o->p_text,
+           c == COLL_BARRIER ? "0 (a barrier)" : o->counts_text,
            is_multi(s) ? " buffers " : "", is_multi(s) ? o->nbufs_text : "", is_multi(s) ? ";" : o->base.inplace ? " in place;" : "", nv == 2 ? "commutative and non-commutative op" : variants[0] ? "commutative op" : "non-commutative op");
     if (skipped) printf(", %ld skipped by its requirements", skipped);
     printf("; %" PRIu64 " programs, %" PRIu64 " instructions, %" PRIu64 " messages; %.2f s\n", st.programs, st.insns, st.messages,

@@ -1,0 +1,136 @@
+#!/bin/sh
+# nbcc verify, simulate and draw. Every shipped schedule verifies; every seeded fault in
+# tests/faults/ is caught, with its message, at its place; simulated times equal the closed
+# forms of tests/verify/formulas.txt; drawings are well formed and docs/ holds them up to date.
+# Run from the repository top: sh tests/verify.sh BINDIR. Prints "ok verify WHAT" or
+# "FAIL verify WHAT: why" per check and exits 0 when all passed. The heavy scale checks are in
+# tests/verify-scale.sh, which `make test` does not run.
+bin=${1:-bin}
+nbcc=$bin/nbcc
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+
+check() { # WHAT STATUS [WHY]
+    if [ "$2" -eq 0 ]; then
+        echo "ok verify $1"
+    else
+        failed=$((failed + 1))
+        echo "FAIL verify $1${3:+: $3}"
+    fi
+}
+
+for cmd in verify simulate draw; do
+    "$nbcc" $cmd --help > "$tmp/out" 2>&1 && grep -q "usage: nbcc $cmd" "$tmp/out"
+    check "nbcc $cmd --help" $?
+done
+"$nbcc" --help | grep -q "^  verify " && "$nbcc" --help | grep -q "^  simulate " && "$nbcc" --help | grep -q "^  draw "
+check "nbcc --help lists verify, simulate and draw" $?
+
+# ---- every shipped schedule verifies, in place and not ----
+for f in schedules/*.nbs examples/allreduce_star.nbs; do
+    for mode in "" --inplace; do
+        "$nbcc" verify "$f" --p 1..33 --counts 1,p+1,1001 $mode > "$tmp/out" 2>&1
+        check "$f verifies for p = 1..33, counts 1, p+1, 1001${mode:+, $mode}" $? "$(head -n 20 "$tmp/out")"
+    done
+    if grep -q "implements \(reduce\|bcast\) " "$f"; then # rooted: a root other than 0 as well
+        "$nbcc" verify "$f" --p 4..17 --counts 0,p+1,1001 --root 3 > "$tmp/out" 2>&1
+        check "$f verifies with root 3 for p = 4..17" $? "$(head -n 20 "$tmp/out")"
+    fi
+done
+"$nbcc" verify schedules/allreduce_multi.nbs --p 1..9 --counts 0,p+1,101 --nbufs 1..4 > "$tmp/out" 2>&1
+check "multi-buffer schedules verify with 1..4 buffers" $? "$(head -n 20 "$tmp/out")"
+"$nbcc" verify allreduce_segmented_ring --p 2..9 --counts p,1001 --param segsize=8 > "$tmp/out" 2>&1
+check "verify --param: the segmented ring with 8-byte segments" $? "$(head -n 20 "$tmp/out")"
+
+# ---- the seeded faults: each caught, with its message, at its line and column ----
+for f in tests/faults/*.nbs; do
+    args=$(sed -n 's/^# args: //p' "$f")
+    expect=$(sed -n 's/^# expect: //p' "$f")
+    at=$(sed -n 's/^# at: //p' "$f")
+    # shellcheck disable=SC2086
+    "$nbcc" verify "$f" $args > "$tmp/out" 2>&1
+    rc=$?
+    grep -qE -- "$expect" "$tmp/out" && grep -q "^$f:$at: error: " "$tmp/out"
+    check "fault $(basename "$f" .nbs) is caught at $at" $((rc != 1 || $? != 0)) "exit $rc: $(head -n 12 "$tmp/out")"
+done
+
+# ---- the simulator against closed forms, at powers of two ----
+grep -v '^#' tests/verify/formulas.txt | grep . > "$tmp/formulas"
+"$nbcc" list > "$tmp/known"
+while read -r name formula; do
+    grep -q "^$name " "$tmp/known" || continue # waiting for its schedule
+    model="alpha=1e-6,beta=1e-9,gamma=2e-10"
+    case $formula in loggp*) formula=${formula#loggp }; model="L=1e-6,o=2e-7,g=3e-7,G=1e-9,gamma=2e-10" ;; esac
+    worst=""
+    for p in 2 4 8 16 64; do
+        for n in 4096 1048576; do
+            t=$("$nbcc" simulate "$name" --p $p --bytes $n --model "$model" 2>&1 | sed -n 's/^time: \([^ ]*\) s.*/\1/p')
+            bad=$(awk -v t="${t:-0}" -v p=$p -v n=$n -v m="$model" "
+                function ceil(x) { return x == int(x) ? x : int(x) + 1 }
+                BEGIN {
+                    split(m, kv, \",\"); for (i in kv) { split(kv[i], x, \"=\"); v[x[1]] = x[2] }
+                    alpha = v[\"alpha\"]; beta = v[\"beta\"]; gamma = v[\"gamma\"]
+                    L = v[\"L\"]; o = v[\"o\"]; g = v[\"g\"]; G = v[\"G\"]; lg = log(p) / log(2)
+                    f = $formula; d = (t - f) / f; if (d < 0) d = -d
+                    if (d > 0.01) printf \"p=%d n=%d: simulated %.6e s, formula %.6e s\", p, n, t, f
+                }")
+            [ -n "$bad" ] && worst="$bad"
+        done
+    done
+    check "simulate $name equals $formula within 1%" $([ -z "$worst" ]; echo $?) "$worst"
+done < "$tmp/formulas"
+
+# every schedule simulates to the end, whatever p
+fails=""
+for s in $(awk 'NR > 1 && $2 != "-" { print $1 }' "$tmp/known"); do
+    for p in 1 2 3 5 8 13; do
+        timeout 20 "$nbcc" simulate "$s" --p $p --count 1001 > "$tmp/out" 2>&1
+        rc=$?
+        [ $rc -eq 0 ] || grep -q "does not apply" "$tmp/out" || fails="$fails $s@p=$p(exit $rc)"
+    done
+done
+check "every schedule simulates for p = 1, 2, 3, 5, 8, 13" $([ -z "$fails" ]; echo $?) "$fails"
+
+"$nbcc" simulate allreduce_recursive_doubling --p 16384 --bytes 64k > "$tmp/out" 2>&1 &&
+    grep -q "^critical path: 14 messages" "$tmp/out" && grep -q "^round " "$tmp/out"
+check "simulate prints the time, the critical path and the rounds (p = 16384)" $? "$(head -n 5 "$tmp/out")"
+"$nbcc" simulate allreduce_ring --p 6 --bytes 4800 > "$tmp/out" 2>&1 &&
+    grep -q "from the end back: rank [0-9]* round 9 <- message from rank" "$tmp/out"
+check "simulate shows the ranks and rounds of the critical path" $? "$(head -n 5 "$tmp/out")"
+"$nbcc" simulate --compare --p 2,4,16 --bytes 8,1m > "$tmp/out" 2>&1 &&
+    grep -q "^winner" "$tmp/out" && grep -qE "^ +16 \| +recursive_doubling" "$tmp/out"
+check "simulate --compare names the winner of each cell" $? "$(head -n 10 "$tmp/out")"
+"$nbcc" simulate allreduce_ring --p 4 --bytes 4096 --model alpha=1,L=1 > "$tmp/out" 2>&1
+check "simulate rejects a model mixing alpha-beta and LogGP" $(($? != 2)) "$(cat "$tmp/out")"
+
+# ---- drawings ----
+for name in allreduce_ring allreduce_recursive_doubling allreduce_rabenseifner; do
+    "$nbcc" draw $name --p 6 --count 12 -o "$tmp/$name.svg" > "$tmp/out" 2>&1
+    check "draw $name writes an SVG" $? "$(cat "$tmp/out")"
+    if command -v xmllint > /dev/null; then
+        xmllint --noout "$tmp/$name.svg" > "$tmp/out" 2>&1
+        check "draw $name: the SVG is well formed (xmllint)" $? "$(head -n 5 "$tmp/out")"
+    else
+        check "draw $name: the SVG is well formed (xmllint)" 1 "xmllint is missing (Debian package libxml2-utils)"
+    fi
+    cmp -s "$tmp/$name.svg" "docs/${name}_p6.svg"
+    check "docs/${name}_p6.svg is up to date" $? "regenerate it: nbcc draw $name --p 6 --count 12 -o docs/${name}_p6.svg"
+done
+"$nbcc" draw allreduce_ring --p 4 --count 8 --format dot > "$tmp/out" 2>&1 && head -n 1 "$tmp/out" | grep -q "^digraph" &&
+    [ "$(grep -c -- '-> r[0-9]*_[0-9]* \[label="8 B"' "$tmp/out")" -eq 24 ]
+check "draw --format dot: one edge per message (24 for the ring at p = 4)" $? "$(head -n 5 "$tmp/out")"
+"$nbcc" draw allreduce_recursive_doubling --p 4 --count 2 --format text > "$tmp/out" 2>&1 &&
+    grep -q "^step 0: 4 messages, 32 bytes" "$tmp/out" && grep -qE "^ +0 +\. +8 +\. +\.$" "$tmp/out"
+check "draw --format text: per step, the rank-by-rank matrix of bytes" $? "$(head -n 12 "$tmp/out")"
+"$nbcc" draw tests/faults/deadlock.nbs --p 4 --count 8 -o "$tmp/dead.svg" > "$tmp/out" 2>&1
+check "draw refuses a schedule that does not complete, and writes nothing" $(($? != 1 || $(ls "$tmp" | grep -c dead.svg) != 0)) "$(cat "$tmp/out")"
+
+# ---- nbcc dump --root ----
+"$nbcc" dump reduce_binomial --p 4 --rank 3 --count 2 --root 3 > "$tmp/r3" 2>&1 &&
+    "$nbcc" dump reduce_binomial --p 4 --rank 3 --count 2 > "$tmp/r0" 2>&1 &&
+    grep -q "^schedule reduce_binomial .* root=3$" "$tmp/r3" && ! cmp -s "$tmp/r0" "$tmp/r3"
+check "nbcc dump --root compiles for that root" $? "$(head -n 5 "$tmp/r3")"
+
+echo "verify: $failed failed"
+[ "$failed" -eq 0 ]
