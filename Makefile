@@ -31,7 +31,7 @@ all: $(STATIC) $(SHARED) $(NBCC) $(EXAMPLES:%=$(BINDIR)/%) $(TESTS:%=$(BUILD)/te
 
 # Missing Debian packages are installed once per build directory.
 deps: $(BUILD)/.deps
-$(BUILD)/.deps: tools/install-deps.sh
+$(BUILD)/.deps: tools/install-deps.sh Makefile
 	@mkdir -p $(BUILD)
 	@sh tools/install-deps.sh $(PACKAGES)
 	@touch $@

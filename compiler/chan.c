@@ -149,13 +149,6 @@ void chan_pop(chan_table *t, uint32_t src, uint32_t dst)
     if (q->head == NONE) remove_slot(t, (size_t)(q - t->q));
 }
 
-size_t chan_items(const chan_table *t)
-{
-    size_t n = t->nused;
-    for (uint32_t i = t->free_list; i != NONE; i = *link_of(t, i)) n--;
-    return n;
-}
-
 void chan_each(const chan_table *t, void (*f)(void *, uint32_t, uint32_t, int, void *), void *ctx)
 {
     for (size_t i = 0; i < t->cap; i++)

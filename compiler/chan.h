@@ -25,8 +25,6 @@ int chan_push(chan_table *t, uint32_t src, uint32_t dst, int side, const void *i
 void *chan_front(const chan_table *t, uint32_t src, uint32_t dst, int side);
 /* Removes the oldest item of a non-empty queue. */
 void chan_pop(chan_table *t, uint32_t src, uint32_t dst);
-/* Items in all queues. */
-size_t chan_items(const chan_table *t);
 /* Calls f on the oldest item of every non-empty queue (in no particular order). */
 void chan_each(const chan_table *t, void (*f)(void *ctx, uint32_t src, uint32_t dst, int side, void *item), void *ctx);
 

@@ -608,8 +608,8 @@ static void finish(ev *e)
 static int check_args(const compile_args *a, const sched_def *s, diag *d)
 {
     if (a->p < 1 || a->rank < 0 || a->rank >= a->p || a->count < 0 || a->esize < 1 || a->p > INT32_MAX ||
-        a->nbufs < 1 || a->nbufs > NBC_MAX_BUFFERS) {
-        diag_error(d, s->src, s->at, "cannot compile '%s' for p = %lld, rank = %lld, count = %lld, element size %lld",
+        a->root < 0 || a->root >= a->p || a->nbufs < 1 || a->nbufs > NBC_MAX_BUFFERS) {
+        diag_error(d, s->src, s->at, "cannot compile '%s' for p = %lld, rank = %lld, count = %lld, element size %lld (root and buffers must fit)",
                    s->name, (long long)a->p, (long long)a->rank, (long long)a->count, (long long)a->esize);
         return COMPILE_ERROR;
     }

@@ -80,6 +80,13 @@ static uint32_t steps_of(const picture *pic)
     return (uint32_t)(last + 0.5);
 }
 
+static int by_rank_round(const void *x, const void *y)
+{
+    const box *a = x, *b = y;
+    if (a->rank != b->rank) return a->rank < b->rank ? -1 : 1;
+    return (a->round > b->round) - (a->round < b->round);
+}
+
 /* ---- SVG ---- */
 
 enum { LEFT = 80, TOP = 70, COL = 120, ROW = 64, BOX = 40, BOTTOM = 50 };
@@ -87,7 +94,7 @@ enum { LEFT = 80, TOP = 70, COL = 120, ROW = 64, BOX = 40, BOTTOM = 50 };
 static double xs(double step) { return LEFT + step * COL; }
 static double ymid(uint32_t rank) { return TOP + rank * ROW + ROW / 2.0; }
 
-static void svg(const picture *pic, const char *title, int64_t p, FILE *out)
+static void svg(picture *pic, const char *title, int64_t p, FILE *out)
 {
     uint32_t steps = steps_of(pic);
     double width = xs(steps) + 30, height = TOP + (double)p * ROW + BOTTOM;
@@ -135,9 +142,14 @@ static void svg(const picture *pic, const char *title, int64_t p, FILE *out)
                     ty, sz);
         }
     }
+    qsort(pic->boxes, pic->nboxes, sizeof *pic->boxes, by_rank_round);
     for (size_t i = 0; i < pic->narrows; i++) {
         const arrow *a = &pic->arrows[i];
         double x1 = xs(a->sent) + COL * 0.22, x2 = xs(a->arrived) - COL * 0.22, y1 = ymid(a->src), y2 = ymid(a->dst);
+        /* end inside the round that receives it, which may start after the message arrived */
+        box key = {.rank = a->dst, .round = a->dst_round};
+        const box *in = bsearch(&key, pic->boxes, pic->nboxes, sizeof *pic->boxes, by_rank_round);
+        if (in && x2 < xs(in->start) + 16) x2 = xs(in->start) + 16;
         char sz[32];
         size_text(a->bytes, sz, sizeof sz);
         if (a->src == a->dst) y2 += 8; /* to itself: keep it visible */

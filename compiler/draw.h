@@ -3,8 +3,8 @@
  *
  * Steps come from the simulator with unit latency and free bandwidth and computation, every
  * round lasting at least one step and every message leaving as soon as its round starts: a
- * round is a box from its start to its end, a message an arrow from where it leaves to where
- * it arrives (labelled with its size), and reductions and copies are marked in their round. */
+ * round is a box from its start to its end, a message an arrow from where it leaves to the
+ * round that receives it (labelled with its size), and reductions and copies are marked in their round. */
 #ifndef NBC_DRAW_H
 #define NBC_DRAW_H
 

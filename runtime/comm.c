@@ -12,6 +12,8 @@
 
 static int keyval = MPI_KEYVAL_INVALID;
 static comm_state *all;
+static MPI_Comm last_comm = MPI_COMM_NULL; /* most calls use the communicator of the last one */
+static comm_state *last_state;
 
 static void unlink_state(comm_state *cs)
 {
@@ -24,6 +26,7 @@ static int delete_state(MPI_Comm comm, int key, void *attr, void *extra)
 {
     (void)comm, (void)key, (void)extra;
     comm_state *cs = attr;
+    if (cs == last_state) last_comm = MPI_COMM_NULL, last_state = NULL;
     unlink_state(cs);
     if (cs->pending != MPI_REQUEST_NULL) MPI_Wait(&cs->pending, MPI_STATUS_IGNORE); /* at shutdown only */
     MPI_Comm_free(&cs->dup);
@@ -43,6 +46,16 @@ void comm_finalize(void)
         if (MPI_Comm_delete_attr(cs->user, keyval) != MPI_SUCCESS) delete_state(cs->user, keyval, cs, NULL);
     }
     if (keyval != MPI_KEYVAL_INVALID) MPI_Comm_free_keyval(&keyval);
+}
+
+comm_state *comm_state_find(MPI_Comm comm)
+{
+    if (comm == last_comm) return last_state;
+    void *attr;
+    int found = 0;
+    if (MPI_Comm_get_attr(comm, keyval, &attr, &found) != MPI_SUCCESS || !found) return NULL;
+    last_comm = comm;
+    return last_state = attr;
 }
 
 int comm_state_of(MPI_Comm comm, comm_state **out)

@@ -28,7 +28,8 @@ struct comm_state {
 };
 int comm_init(void);
 void comm_finalize(void);
-int comm_state_of(MPI_Comm comm, comm_state **out);
+int comm_state_of(MPI_Comm comm, comm_state **out);  /* creates it on first use */
+comm_state *comm_state_find(MPI_Comm comm);          /* NULL when there is none yet */
 int comm_next_tag(comm_state *cs);
 /* Whether the private duplicate can be used yet (it tests the pending duplication). */
 int comm_ready(comm_state *cs);

@@ -4,11 +4,15 @@
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "internal.h"
 
 static int initialized;
+static long spin_ns; /* how long a wait spins without progress before it yields */
 static int finalize_keyval = MPI_KEYVAL_INVALID;
 static char message[4096];
 
@@ -49,6 +53,13 @@ int nbc_init(void)
     MPI_Finalized(&mpi_down);
     if (!mpi_up || mpi_down) return nbc_fail(MPI_ERR_OTHER, "nbc is used outside MPI_Init .. MPI_Finalize");
     initialized = 1;
+    /* Spinning a little saves a trip through the scheduler when each rank has a core of its
+     * own (the launcher says how many ranks share this node); with more ranks than cores it
+     * only steals time from the peers we wait for. NBC_SPIN_US overrides. */
+    const char *local = getenv("MPI_LOCALNRANKS"), *spin = getenv("NBC_SPIN_US");
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    spin_ns = local && atol(local) > 0 && atol(local) <= cores ? 20000 : 0;
+    if (spin && *spin) spin_ns = atol(spin) * 1000;
     int rc = comm_init();
     if (rc == MPI_SUCCESS) rc = select_init();
     if (rc == MPI_SUCCESS)
@@ -119,7 +130,8 @@ static int check_op(MPI_Op op, MPI_Datatype dt, reduce_fn *kernel, int *commutat
     *kernel = reduce_kernel(dt, op);
     if (!*kernel && kernel_required(op))
         return nbc_fail(MPI_ERR_OP, "this predefined op is not defined on this datatype");
-    if (MPI_Op_commutative(op, commutative) != MPI_SUCCESS) return nbc_fail(MPI_ERR_OP, "invalid op");
+    if (*kernel) *commutative = 1; /* every predefined op is */
+    else if (MPI_Op_commutative(op, commutative) != MPI_SUCCESS) return nbc_fail(MPI_ERR_OP, "invalid op");
     return MPI_SUCCESS;
 }
 
@@ -180,17 +192,24 @@ static int start(const call *c, nbc_request *request)
     if (!request) return nbc_fail(MPI_ERR_REQUEST, "%s: request is NULL", c->fn);
     *request = NBC_REQUEST_NULL;
     int rc = nbc_init();
-    if (rc != MPI_SUCCESS || (rc = check_comm(c->comm))) return rc;
+    if (rc != MPI_SUCCESS) return rc;
+    /* a communicator seen before was checked then; its state knows rank and size */
+    comm_state *cs = c->comm == MPI_COMM_NULL ? NULL : comm_state_find(c->comm);
     int size, rank;
-    MPI_Comm_size(c->comm, &size);
-    MPI_Comm_rank(c->comm, &rank);
+    if (cs) {
+        size = cs->size;
+        rank = cs->rank;
+    } else {
+        if ((rc = check_comm(c->comm))) return rc;
+        MPI_Comm_size(c->comm, &size);
+        MPI_Comm_rank(c->comm, &rank);
+    }
     MPI_Aint esize;
     reduce_fn kernel;
     int commutative;
     if ((rc = check_call(c, size, rank, &esize, &kernel, &commutative))) return rc;
 
-    comm_state *cs;
-    if ((rc = comm_state_of(c->comm, &cs))) return rc;
+    if (!cs && (rc = comm_state_of(c->comm, &cs))) return rc;
     int inplace = c->sendbuf == MPI_IN_PLACE;
     compile_args args = {.p = size, .rank = rank, .count = c->coll == COLL_BARRIER ? 0 : c->count,
                          .esize = esize, .inplace = inplace, .commutative = commutative, .root = c->root,
@@ -305,12 +324,20 @@ int nbc_test(nbc_request *request, int *flag)
 
 int nbc_wait(nbc_request *request) { return request ? nbc_waitall(1, request) : nbc_fail(MPI_ERR_ARG, "nbc_wait: request is NULL"); }
 
-/* Spins on progress, yielding the CPU whenever a pass moved nothing: with more ranks than
- * cores, busy-waiting would starve the very peers we wait for. */
+static long now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
+/* Spins on progress, yielding the CPU once passes have made no progress for spin_ns: with more
+ * ranks than cores, busy-waiting would starve the very peers we wait for. */
 int nbc_waitall(int count, nbc_request requests[])
 {
     if (count < 0 || (count > 0 && !requests)) return nbc_fail(MPI_ERR_ARG, "nbc_waitall: bad arguments");
     int first_error = MPI_SUCCESS;
+    long idle_since = -1;
     for (;;) {
         int pending = 0;
         for (int i = 0; i < count; i++) {
@@ -322,6 +349,15 @@ int nbc_waitall(int count, nbc_request requests[])
         }
         if (!pending) return first_error;
         int moved;
-        if (req_progress_all(&moved) < 0 || !moved) sched_yield();
+        req_progress_all(&moved);
+        if (moved) {
+            idle_since = -1;
+        } else if (spin_ns == 0) {
+            sched_yield();
+        } else {
+            long t = now_ns();
+            if (idle_since < 0) idle_since = t;
+            else if (t - idle_since > spin_ns) sched_yield();
+        }
     }
 }

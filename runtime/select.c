@@ -29,6 +29,8 @@ typedef struct {
 } forcing;
 static forcing forced[COLL_COUNT_];
 static uint64_t generation; /* bumped whenever the library or the selection changes */
+static uint64_t auto_key[COLL_COUNT_]; /* the cache key's schedule under automatic selection */
+static uint64_t auto_generation = UINT64_MAX;
 static rule_table *rules;
 static select_mode mode;
 static sim_model model;
@@ -190,7 +192,11 @@ int select_program(nbc_collective coll, const compile_args *call, cache_entry **
         with_params.params[i].value = f->values[i];
     }
     with_params.nparams = f->nparams;
-    cache_key key = {.schedule = s ? lib_identity(lib, s) : XXH3_64bits_withSeed("auto", 4, generation * 64 + coll),
+    if (auto_generation != generation) {
+        for (int c = 0; c < COLL_COUNT_; c++) auto_key[c] = XXH3_64bits_withSeed("auto", 4, generation * 64 + (uint64_t)c);
+        auto_generation = generation;
+    }
+    cache_key key = {.schedule = s ? lib_identity(lib, s) : auto_key[coll],
                      .p = a->p, .rank = a->rank, .count = a->count, .esize = a->esize,
                      .flags = (a->inplace ? 1 : 0) | (a->commutative ? 2 : 0) | a->nbufs << 8, .root = a->root,
                      .param = f->nparams ? (int64_t)XXH3_64bits(f, sizeof *f) : 0};

@@ -65,8 +65,13 @@ while read -r name formula; do
     worst=""
     for p in 2 4 8 16 64; do
         for n in 4096 1048576; do
-            t=$("$nbcc" simulate "$name" --p $p --bytes $n --model "$model" 2>&1 | sed -n 's/^time: \([^ ]*\) s.*/\1/p')
-            bad=$(awk -v t="${t:-0}" -v p=$p -v n=$n -v m="$model" "
+            "$nbcc" simulate "$name" --p $p --bytes $n --model "$model" > "$tmp/sim" 2>&1
+            t=$(sed -n 's/^time: \([^ ]*\) s.*/\1/p' "$tmp/sim")
+            if [ -z "$t" ]; then
+                worst="p=$p n=$n: no time in: $(head -n 3 "$tmp/sim")"
+                continue
+            fi
+            bad=$(awk -v t="$t" -v p=$p -v n=$n -v m="$model" "
                 function ceil(x) { return x == int(x) ? x : int(x) + 1 }
                 BEGIN {
                     split(m, kv, \",\"); for (i in kv) { split(kv[i], x, \"=\"); v[x[1]] = x[2] }

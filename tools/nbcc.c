@@ -159,7 +159,7 @@ static const char *const usage_draw =
     "per step, the rank-by-rank matrix of bytes moved. The format defaults to the extension of\n"
     "-o FILE (.svg, .dot, .txt), else svg; without -o the drawing goes to standard output.\n";
 
-static int wants_help(int argc, char **argv)
+int wants_help(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
@@ -268,7 +268,7 @@ static int cmd_check(int argc, char **argv)
     return errors ? 1 : 0;
 }
 
-static long long number(const char *opt, const char *v)
+long long number(const char *opt, const char *v)
 {
     char *end;
     long long x = strtoll(v, &end, 0);

@@ -47,24 +47,6 @@ static const char *const usage_tune =
     "size: a tuning file for NBC_TUNING or nbc_load_tuning. Run it once per p, with --append\n"
     "after the first, to cover several. Sizes default to 8 B .. 4 MiB by factors of 4.\n";
 
-static int wants_help(int argc, char **argv)
-{
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
-    return 0;
-}
-
-static long long number(const char *opt, const char *v)
-{
-    char *end;
-    long long x = strtoll(v, &end, 0);
-    if (!*v || *end) {
-        fprintf(stderr, "nbcc: %s wants a number, not '%s'\n", opt, v);
-        exit(2);
-    }
-    return x;
-}
-
 /* ---- explain ---- */
 
 static int type_size(const char *t)
