@@ -95,17 +95,23 @@ static void step(ev *e, loc at)
 
 /* ---- variables ---- */
 
+/* Names are compared very often (every variable use is a lookup): most differ at once. */
+static inline int same(const char *a, const char *b)
+{
+    return a == b || (a[0] == b[0] && strcmp(a, b) == 0);
+}
+
 static var *lookup(ev *e, const char *name)
 {
     for (size_t i = e->nvars; i > e->frame; i--)
-        if (strcmp(e->vars[i - 1].name, name) == 0) return &e->vars[i - 1];
+        if (same(e->vars[i - 1].name, name)) return &e->vars[i - 1];
     return NULL;
 }
 
 static void define(ev *e, const char *name, value v, int fixed, size_t scope, loc at)
 {
     for (size_t i = scope; i < e->nvars; i++)
-        if (strcmp(e->vars[i].name, name) == 0) fail(e, at, "'%s' is already defined here", name);
+        if (same(e->vars[i].name, name)) fail(e, at, "'%s' is already defined here", name);
     var *fx = lookup(e, name);
     if (fx && fx->fixed) fail(e, at, "'%s' cannot be redefined here", name);
     e->vars = grow(e, e->vars, &e->vcap, e->nvars + 1, sizeof *e->vars);
@@ -190,7 +196,7 @@ static value func(ev *e, const node *n)
 {
     const char *f = n->name;
     const node *a = n->a;
-    if (!strcmp(f, "min") || !strcmp(f, "max")) {
+    if (same(f, "min") || same(f, "max")) {
         if (!a) fail(e, n->at, "%s() needs at least one argument", f);
         int64_t r = eval_int(e, a);
         for (a = a->next; a; a = a->next) {
@@ -199,21 +205,21 @@ static value func(ev *e, const node *n)
         }
         return vint(r);
     }
-    if (!strcmp(f, "log2") || !strcmp(f, "pow2floor") || !strcmp(f, "is_pow2") || !strcmp(f, "abs")) {
+    if (same(f, "log2") || same(f, "pow2floor") || same(f, "is_pow2") || same(f, "abs")) {
         want_args(e, n, 1);
         int64_t x = eval_int(e, a);
-        if (!strcmp(f, "abs")) return vint(checked(e, n->at, x == INT64_MIN, x < 0 ? -x : x));
-        if (!strcmp(f, "is_pow2")) return vint(x > 0 && (x & (x - 1)) == 0);
+        if (same(f, "abs")) return vint(checked(e, n->at, x == INT64_MIN, x < 0 ? -x : x));
+        if (same(f, "is_pow2")) return vint(x > 0 && (x & (x - 1)) == 0);
         if (x < 1) fail(e, a->at, "%s() needs a positive argument, not %lld", f, (long long)x);
         return vint(f[0] == 'l' ? floor_log2(x) : (int64_t)1 << floor_log2(x));
     }
-    if (!strcmp(f, "ceil_div")) {
+    if (same(f, "ceil_div")) {
         want_args(e, n, 2);
         int64_t x = eval_int(e, a), y = eval_int(e, a->next);
         if (x < 0 || y <= 0) fail(e, n->at, "ceil_div() needs a >= 0 and b > 0, not %lld and %lld", (long long)x, (long long)y);
         return vint(x / y + (x % y != 0));
     }
-    if (!strcmp(f, "block")) { /* block i of n elements cut into k near-equal blocks */
+    if (same(f, "block")) { /* block i of n elements cut into k near-equal blocks */
         want_args(e, n, 3);
         int64_t cnt = eval_int(e, a), k = eval_int(e, a->next), i = eval_int(e, a->next->next);
         if (cnt < 0 || k < 1) fail(e, n->at, "block(n, k, i) needs n >= 0 and k >= 1, not n = %lld, k = %lld", (long long)cnt, (long long)k);
@@ -222,7 +228,7 @@ static value func(ev *e, const node *n)
         int64_t lo = i * base + (i < rem ? i : rem);
         return (value){.k = V_RANGE, .a = lo, .b = lo + base + (i < rem)};
     }
-    if (!strcmp(f, "bufs")) { /* buffer i of a multi-buffer call; bufs(0) is recvbuf */
+    if (same(f, "bufs")) { /* buffer i of a multi-buffer call; bufs(0) is recvbuf */
         want_args(e, n, 1);
         int64_t i = eval_int(e, a);
         if (i < 0 || i >= e->args->nbufs)
@@ -230,7 +236,7 @@ static value func(ev *e, const node *n)
         if (i == 0) return lookup(e, "recvbuf")->v;
         return view(SLOT_EXTRA + (int)i - 1, e->args->count, 1, "bufs(i)");
     }
-    if (!strcmp(f, "chunk")) { /* piece j of `size` elements of range r, clipped to r */
+    if (same(f, "chunk")) { /* piece j of `size` elements of range r, clipped to r */
         want_args(e, n, 3);
         value r = eval(e, a);
         if (r.k != V_RANGE) fail(e, a->at, "chunk() takes a range first, not %s", vkind_name[r.k]);
@@ -240,13 +246,13 @@ static value func(ev *e, const node *n)
         int64_t hi = lo + size < r.b ? lo + size : r.b;
         return (value){.k = V_RANGE, .a = lo < r.b ? lo : r.b, .b = hi};
     }
-    if (!strcmp(f, "range")) {
+    if (same(f, "range")) {
         want_args(e, n, 2);
         int64_t lo = eval_int(e, a), hi = eval_int(e, a->next);
         if (lo > hi) fail(e, n->at, "range(%lld, %lld) ends before it starts", (long long)lo, (long long)hi);
         return (value){.k = V_RANGE, .a = lo, .b = hi};
     }
-    if (!strcmp(f, "len") || !strcmp(f, "lo") || !strcmp(f, "hi")) {
+    if (same(f, "len") || same(f, "lo") || same(f, "hi")) {
         want_args(e, n, 1);
         value v = eval(e, a);
         if (v.k == V_INT || (v.k == V_VIEW && f[0] != 'l'))
