@@ -7,6 +7,7 @@
 #include "../dsl/collectives.h"
 
 #include <setjmp.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,12 +109,14 @@ static var *lookup(ev *e, const char *name)
     return NULL;
 }
 
+/* A name stands for one variable at a time within a schedule (no shadowing), which keeps
+ * schedules readable and lets each use of a name remember where it found it. */
 static void define(ev *e, const char *name, value v, int fixed, size_t scope, loc at)
 {
-    for (size_t i = scope; i < e->nvars; i++)
-        if (same(e->vars[i].name, name)) fail(e, at, "'%s' is already defined here", name);
-    var *fx = lookup(e, name);
-    if (fx && fx->fixed) fail(e, at, "'%s' cannot be redefined here", name);
+    (void)scope;
+    var *old = lookup(e, name);
+    if (old && old->fixed) fail(e, at, "'%s' cannot be redefined here", name);
+    if (old) fail(e, at, "'%s' is already defined here", name);
     e->vars = grow(e, e->vars, &e->vcap, e->nvars + 1, sizeof *e->vars);
     e->vars[e->nvars++] = (var){name, v, fixed};
 }
@@ -289,8 +292,13 @@ static value eval(ev *e, const node *n)
     switch (n->kind) {
     case N_NUM: return vint(n->num);
     case N_VAR: {
+        /* n->op caches where the name was found last time, relative to the frame: names are
+         * unique within a frame, so a match there is the variable */
+        size_t guess = e->frame + (size_t)n->op - 1;
+        if (n->op > 0 && guess < e->nvars && same(e->vars[guess].name, n->name)) return e->vars[guess].v;
         var *v = lookup(e, n->name);
         if (!v) fail(e, n->at, "unknown name '%s'", n->name);
+        ((node *)n)->op = (int)(v - e->vars - (ptrdiff_t)e->frame) + 1;
         return v->v;
     }
     case N_UNARY: {
