@@ -62,7 +62,8 @@ if true; then
     "$BINDIR/nbcc" dump schedules/allreduce_ring.nbs --p 4 --rank 1 --count 8 > "$tmp/out" 2>&1
     check "nbcc dump of the ring shows 2(p-1) rounds" $((! $? == 0 || ! $(grep -c '^; 6 rounds' "$tmp/out") == 1)) "$(cat "$tmp/out")"
     "$BINDIR/nbcc" list > "$tmp/out" 2>&1
-    grep -q "allreduce_ring .*allreduce .*commutative, count >= p" "$tmp/out"
+    grep -q "allreduce_ring .*allreduce .*commutative .*commutative, count >= p" "$tmp/out" &&
+        grep -q "allreduce_linear .*allreduce .*ordered" "$tmp/out"
     check "nbcc list shows schedules with preconditions" $? "$(cat "$tmp/out")"
     sh tools/algorithms-table.sh "$BINDIR/nbcc" > "$tmp/alg.md" 2>&1
     diff -u docs/algorithms.md "$tmp/alg.md" > "$tmp/diff"

@@ -407,10 +407,13 @@ static int cmd_list(int argc, char **argv)
             lib_destroy(lib);
             return 1;
         }
-    printf("%-32s %-12s %s\n", "schedule", "collective", "requires");
+    /* order: "ordered" reduces in rank order (any associative op); "any" does not reduce */
+    printf("%-34s %-15s %-12s %s\n", "schedule", "collective", "order", "requires");
     for (size_t i = 0; i < lib_count(lib); i++) {
         const sched_def *s = lib_at(lib, i);
-        printf("%-32s %-12s ", s->name, s->collective ? s->collective : "-");
+        const char *c = s->collective ? s->collective : "-";
+        int reduces = strstr(c, "reduce") != NULL;
+        printf("%-34s %-15s %-12s ", s->name, c, s->ordered ? "ordered" : reduces ? "commutative" : "-");
         if (!s->requires) printf("-");
         for (const node *r = s->requires; r; r = r->next) printf("%s%s", r->text, r->next ? ", " : "");
         printf("\n");
