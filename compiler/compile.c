@@ -111,9 +111,8 @@ static var *lookup(ev *e, const char *name)
 
 /* A name stands for one variable at a time within a schedule (no shadowing), which keeps
  * schedules readable and lets each use of a name remember where it found it. */
-static void define(ev *e, const char *name, value v, int fixed, size_t scope, loc at)
+static void define(ev *e, const char *name, value v, int fixed, loc at)
 {
-    (void)scope;
     var *old = lookup(e, name);
     if (old && old->fixed) fail(e, at, "'%s' cannot be redefined here", name);
     if (old) fail(e, at, "'%s' is already defined here", name);
@@ -406,10 +405,10 @@ static void close_round(ev *e)
 
 static void call(ev *e, const node *n);
 
-static void statement(ev *e, const node *n, size_t scope)
+static void statement(ev *e, const node *n)
 {
     switch (n->kind) {
-    case N_LET: define(e, n->name, eval(e, n->a), 0, scope, n->at); return;
+    case N_LET: define(e, n->name, eval(e, n->a), 0, n->at); return;
     case N_ASSIGN: {
         var *v = lookup(e, n->name);
         if (!v) fail(e, n->at, "unknown name '%s' (use 'let' to define it)", n->name);
@@ -426,7 +425,7 @@ static void statement(ev *e, const node *n, size_t scope)
         v.a = e->scratch;
         if (__builtin_add_overflow(e->scratch, len, &e->scratch) || e->scratch > (INT64_MAX / 2) / e->args->esize)
             fail(e, n->at, "scratch space overflows");
-        define(e, n->name, v, 0, scope, n->at);
+        define(e, n->name, v, 0, n->at);
         return;
     }
     case N_IF:
@@ -438,7 +437,7 @@ static void statement(ev *e, const node *n, size_t scope)
         for (int64_t i = lo; i < hi; i++) {
             step(e, n->at);
             size_t mark = e->nvars;
-            define(e, n->name, vint(i), 1, e->nvars, n->at);
+            define(e, n->name, vint(i), 1, n->at);
             run(e, n->c);
             e->nvars = mark;
         }
@@ -446,7 +445,7 @@ static void statement(ev *e, const node *n, size_t scope)
     }
     case N_FOR_WHILE: {
         size_t mark = e->nvars;
-        define(e, n->name, vint(eval_int(e, n->a)), 0, e->nvars, n->at);
+        define(e, n->name, vint(eval_int(e, n->a)), 0, n->at);
         size_t slot = e->nvars - 1;
         while (eval_int(e, n->b)) {
             step(e, n->at);
@@ -474,7 +473,7 @@ static void statement(ev *e, const node *n, size_t scope)
 static void run(ev *e, const node *list)
 {
     size_t mark = e->nvars;
-    for (const node *n = list; n; n = n->next) statement(e, n, mark);
+    for (const node *n = list; n; n = n->next) statement(e, n);
     e->nvars = mark;
 }
 
@@ -486,16 +485,16 @@ static void define_builtins(ev *e, int64_t count, value sendbuf, value recvbuf, 
 {
     const compile_args *a = e->args;
     loc none = {0, 0};
-    if (with_rank) define(e, "rank", vint(a->rank), 1, e->nvars, none);
-    define(e, "p", vint(a->p), 1, e->nvars, none);
-    define(e, "count", vint(count), 1, e->nvars, none);
-    define(e, "esize", vint(a->esize), 1, e->nvars, none);
-    define(e, "inplace", vint(a->inplace), 1, e->nvars, none);
-    define(e, "commutative", vint(a->commutative), 1, e->nvars, none);
-    define(e, "root", vint(a->root), 1, e->nvars, none);
-    define(e, "nbufs", vint(a->nbufs), 1, e->nvars, none);
-    define(e, "sendbuf", sendbuf, 1, e->nvars, none);
-    define(e, "recvbuf", recvbuf, 1, e->nvars, none);
+    if (with_rank) define(e, "rank", vint(a->rank), 1, none);
+    define(e, "p", vint(a->p), 1, none);
+    define(e, "count", vint(count), 1, none);
+    define(e, "esize", vint(a->esize), 1, none);
+    define(e, "inplace", vint(a->inplace), 1, none);
+    define(e, "commutative", vint(a->commutative), 1, none);
+    define(e, "root", vint(a->root), 1, none);
+    define(e, "nbufs", vint(a->nbufs), 1, none);
+    define(e, "sendbuf", sendbuf, 1, none);
+    define(e, "recvbuf", recvbuf, 1, none);
 }
 
 /* Parameters take the values given (by name, in `given`) or their defaults; then every
@@ -506,7 +505,7 @@ static const node *enter(ev *e, const sched_def *s, const char *const *names, co
         int k = -1;
         for (int i = 0; i < ngiven; i++)
             if (!strcmp(names[i], p->name)) k = i;
-        define(e, p->name, k >= 0 ? given[k] : eval(e, p->a), 0, e->nvars, p->at);
+        define(e, p->name, k >= 0 ? given[k] : eval(e, p->a), 0, p->at);
     }
     for (const node *r = s->requires; r; r = r->next)
         if (!eval_int(e, r)) return r;

@@ -82,32 +82,42 @@ int lib_add_builtins(sched_lib *lib, diag *d)
     return 0;
 }
 
-static int add_file(sched_lib *lib, const char *path, diag *d)
+char *lib_read_file(const char *path, size_t *len, diag *d)
 {
     FILE *fp = fopen(path, "rb");
     if (!fp) {
         diag_error(d, NULL, (loc){0, 0}, "%s: %s", path, strerror(errno));
-        return -1;
+        return NULL;
     }
     char *buf = NULL;
-    size_t len = 0, cap = 0, got;
+    size_t cap = 0, got;
+    *len = 0;
     do {
-        if (grow((void **)&buf, &cap, len + 65536, 1)) {
+        if (grow((void **)&buf, &cap, *len + 65536, 1)) {
             free(buf);
             fclose(fp);
             diag_error(d, NULL, (loc){0, 0}, "%s: out of memory", path);
-            return -1;
+            return NULL;
         }
-        got = fread(buf + len, 1, cap - len, fp);
-        len += got;
+        got = fread(buf + *len, 1, cap - *len - 1, fp);
+        *len += got;
     } while (got > 0);
     int bad = ferror(fp);
     fclose(fp);
     if (bad) {
         free(buf);
         diag_error(d, NULL, (loc){0, 0}, "%s: read error", path);
-        return -1;
+        return NULL;
     }
+    buf[*len] = '\0';
+    return buf;
+}
+
+static int add_file(sched_lib *lib, const char *path, diag *d)
+{
+    size_t len;
+    char *buf = lib_read_file(path, &len, d);
+    if (!buf) return -1;
     int rc = lib_add_source(lib, path, buf, len, d);
     free(buf);
     return rc;

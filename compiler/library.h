@@ -18,6 +18,10 @@ int lib_add_source(sched_lib *lib, const char *name, const char *text, size_t le
 /* The schedules compiled into the library (the files of schedules/ at build time). */
 int lib_add_builtins(sched_lib *lib, diag *d);
 
+/* A whole file, malloc'ed and NUL-terminated (*len excludes the NUL); NULL with the reason
+ * in d. Schedule files and rule files are read with it. */
+char *lib_read_file(const char *path, size_t *len, diag *d);
+
 /* A file, or every *.nbs file of a directory (in name order). */
 int lib_add_path(sched_lib *lib, const char *path, diag *d);
 

@@ -298,7 +298,7 @@ int nbc_progress(void)
     return req_progress_all(&moved);
 }
 
-/* One pass over every active request; *moved tells whether any got further. */
+/* Reports a completed request (releasing it and setting it to NBC_REQUEST_NULL) through *flag. */
 static int finish_if_done(nbc_request *request, int *flag)
 {
     struct nbc_req *r = *request;

@@ -20,12 +20,11 @@ extern const struct builtin_schedule {
 
 static sched_lib *lib;
 static cache *programs;
-/* A forced schedule and the parameter values given with it. */
+/* A forced schedule, with what its calls' cache keys need computed once, off the call path. */
 typedef struct {
-    const sched_def *s;
-    int nparams;
-    char names[COMPILE_MAX_PARAMS][32];
-    int64_t values[COMPILE_MAX_PARAMS];
+    sched_choice ch;
+    uint64_t identity;  /* lib_identity of ch.s */
+    int64_t param_hash; /* of the parameter values; 0 without any */
 } forcing;
 static forcing forced[COLL_COUNT_];
 static uint64_t generation; /* bumped whenever the library or the selection changes */
@@ -128,7 +127,10 @@ int nbc_load_schedules(const char *path)
     diag_free(&d);
     /* forced schedules are looked up again: a replaced one must not dangle */
     for (int c = 0; c < COLL_COUNT_; c++)
-        if (forced[c].s) forced[c].s = lib_find(lib, forced[c].s->name);
+        if (forced[c].ch.s) {
+            forced[c].ch.s = lib_find(lib, forced[c].ch.s->name);
+            forced[c].identity = lib_identity(lib, forced[c].ch.s);
+        }
     generation++;
     cache_clear(programs);
     return MPI_SUCCESS;
@@ -137,36 +139,12 @@ int nbc_load_schedules(const char *path)
 /* "name" or "name:param=value,param=value" */
 int select_force(nbc_collective coll, const char *spec)
 {
-    if (!spec || !*spec) {
-        memset(&forced[coll], 0, sizeof forced[coll]);
-        return MPI_SUCCESS;
-    }
-    char name[256];
-    const char *colon = strchr(spec, ':');
-    size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
-    if (len >= sizeof name) return nbc_fail(MPI_ERR_ARG, "schedule name too long");
-    memcpy(name, spec, len);
-    name[len] = '\0';
-    const sched_def *s = select_find(lib, coll, name);
-    if (!s && lib_find(lib, name))
-        return nbc_fail(MPI_ERR_ARG, "schedule '%s' does not implement %s", name, collective_names[coll]);
-    if (!s) return nbc_fail(MPI_ERR_ARG, "no schedule named '%s'", name);
-    forcing f = {.s = s};
-    for (const char *p = colon; p && *p; p = strchr(p, ',')) {
-        p++;
-        const char *eq = strchr(p, '=');
-        size_t nl = eq ? (size_t)(eq - p) : 0;
-        char *end;
-        long long v = eq ? strtoll(eq + 1, &end, 0) : 0;
-        if (!eq || nl == 0 || nl >= sizeof f.names[0] || end == eq + 1 || (*end && *end != ','))
-            return nbc_fail(MPI_ERR_ARG, "'%s': parameters are written name=value,name=value", spec);
-        if (f.nparams == COMPILE_MAX_PARAMS) return nbc_fail(MPI_ERR_ARG, "'%s': too many parameters", spec);
-        memcpy(f.names[f.nparams], p, nl);
-        f.names[f.nparams][nl] = '\0';
-        int known = 0;
-        for (const node *q = s->params; q; q = q->next) known |= !strcmp(q->name, f.names[f.nparams]);
-        if (!known) return nbc_fail(MPI_ERR_ARG, "schedule '%s' has no parameter '%s'", s->name, f.names[f.nparams]);
-        f.values[f.nparams++] = v;
+    forcing f = {0};
+    char err[300];
+    if (spec && *spec) {
+        if (select_parse_choice(lib, coll, spec, &f.ch, err, sizeof err) != 0) return nbc_fail(MPI_ERR_ARG, "%s", err);
+        f.identity = lib_identity(lib, f.ch.s);
+        f.param_hash = f.ch.nparams ? (int64_t)XXH3_64bits(&f.ch, sizeof f.ch) : 0;
     }
     forced[coll] = f;
     return MPI_SUCCESS;
@@ -184,22 +162,18 @@ int nbc_set_schedule(const char *collective, const char *name)
 int select_program(nbc_collective coll, const compile_args *call, cache_entry **out)
 {
     const forcing *f = &forced[coll];
-    const sched_def *s = f->s;
+    const sched_def *s = f->ch.s;
     compile_args with_params = *call;
     const compile_args *a = &with_params;
-    for (int i = 0; i < f->nparams; i++) {
-        with_params.params[i].name = f->names[i];
-        with_params.params[i].value = f->values[i];
-    }
-    with_params.nparams = f->nparams;
+    select_apply_choice(&f->ch, &with_params);
     if (auto_generation != generation) {
         for (int c = 0; c < COLL_COUNT_; c++) auto_key[c] = XXH3_64bits_withSeed("auto", 4, generation * 64 + (uint64_t)c);
         auto_generation = generation;
     }
-    cache_key key = {.schedule = s ? lib_identity(lib, s) : auto_key[coll],
+    cache_key key = {.schedule = s ? f->identity : auto_key[coll],
                      .p = a->p, .rank = a->rank, .count = a->count, .esize = a->esize,
                      .flags = (a->inplace ? 1 : 0) | (a->commutative ? 2 : 0) | a->nbufs << 8, .root = a->root,
-                     .param = f->nparams ? (int64_t)XXH3_64bits(f, sizeof *f) : 0};
+                     .param = f->param_hash};
     *out = cache_acquire(programs, &key);
     if (*out) return MPI_SUCCESS;
 
@@ -268,35 +242,9 @@ int nbc_load_tuning(const char *path)
     int rc = nbc_init();
     if (rc != MPI_SUCCESS) return rc;
     if (!path) return nbc_fail(MPI_ERR_ARG, "nbc_load_tuning: path is NULL");
-    FILE *f = fopen(path, "rb");
-    if (!f) return nbc_fail(MPI_ERR_ARG, "%s: cannot open it", path);
-    char *text = NULL;
-    size_t len = 0, cap = 0, got;
-    do {
-        if (len + 4096 > cap) {
-            char *t = realloc(text, cap = cap * 2 + 8192);
-            if (!t) {
-                free(text);
-                fclose(f);
-                return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
-            }
-            text = t;
-        }
-        len += got = fread(text + len, 1, cap - len, f);
-    } while (got > 0);
-    fclose(f);
-    /* a line "replace" (alone) makes the file replace the built-in rules */
-    int replace = 0;
-    for (size_t i = 0; i + 7 <= len; i++)
-        if ((i == 0 || text[i - 1] == '\n') && !strncmp(text + i, "replace", 7) &&
-            (i + 7 == len || text[i + 7] == '\n' || text[i + 7] == '\r')) {
-            replace = 1;
-            memset(text + i, ' ', 7);
-        }
     diag d;
     diag_init(&d);
-    rc = rules_add(rules, lib, path, text, len, replace, &d);
-    free(text);
+    rc = rules_load_file(rules, lib, path, &d);
     if (rc != 0) return report(MPI_ERR_ARG, &d, "");
     diag_free(&d);
     generation++;

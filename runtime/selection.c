@@ -11,10 +11,7 @@ typedef struct {
     int64_t b_lo, b_hi;        /* bytes in [b_lo, b_hi) */
     signed char commutative, inplace, pow2; /* -1: either; 0 or 1: must be */
     int fallback;
-    const sched_def *s;
-    int nparams;
-    char names[COMPILE_MAX_PARAMS][32];
-    int64_t values[COMPILE_MAX_PARAMS];
+    sched_choice choice;
     char where[96];            /* "file:line", for explanations */
     char text[160];            /* the rule as written */
 } rule;
@@ -68,7 +65,7 @@ static int number(const char *tok, int64_t *out)
     char *end;
     errno = 0;
     long long v = strtoll(tok, &end, 0);
-    if (!*tok || *end || errno || v < 0) return -1;
+    if (!*tok || *end || errno) return -1;
     *out = v;
     return 0;
 }
@@ -85,20 +82,20 @@ static int bound(const char *op, int64_t v, int64_t *lo, int64_t *hi)
     return 0;
 }
 
-/* "segmented_ring:segsize=65536" */
-static int schedule_spec(reader *rd, const sched_lib *lib, rule *r, const char *spec)
+int select_parse_choice(const sched_lib *lib, nbc_collective c, const char *spec, sched_choice *out, char *err,
+                        size_t errsize)
 {
+    memset(out, 0, sizeof *out);
     char name[128];
     const char *colon = strchr(spec, ':');
     size_t len = colon ? (size_t)(colon - spec) : strlen(spec);
     if (len >= sizeof name) len = sizeof name - 1;
     memcpy(name, spec, len);
     name[len] = '\0';
-    r->s = select_find(lib, (nbc_collective)r->coll, name);
-    if (!r->s) {
-        char what[200];
-        snprintf(what, sizeof what, "no %s schedule is named '%s'", collective_names[r->coll], name);
-        complain(rd, "%s", what);
+    out->s = select_find(lib, c, name);
+    if (!out->s) {
+        if (lib_find(lib, name)) snprintf(err, errsize, "schedule '%s' does not implement %s", name, collective_names[c]);
+        else snprintf(err, errsize, "no %s schedule is named '%s'", collective_names[c], name);
         return -1;
     }
     for (const char *p = colon; p && *p; p = strchr(p, ',')) {
@@ -108,27 +105,38 @@ static int schedule_spec(reader *rd, const sched_lib *lib, rule *r, const char *
         size_t nl = eq ? (size_t)(eq - p) : 0;
         char value[32];
         size_t vl = eq ? (end ? (size_t)(end - eq - 1) : strlen(eq + 1)) : 0;
-        if (!eq || !nl || nl >= sizeof r->names[0] || !vl || vl >= sizeof value || r->nparams == COMPILE_MAX_PARAMS) {
-            complain(rd, "bad parameters in '%s' (write name=value,name=value)", spec);
+        if (!eq || (end && end < eq) || !nl || nl >= sizeof out->names[0] || !vl || vl >= sizeof value) {
+            snprintf(err, errsize, "bad parameters in '%s' (write name=value,name=value)", spec);
             return -1;
         }
-        memcpy(r->names[r->nparams], p, nl);
-        r->names[r->nparams][nl] = '\0';
+        if (out->nparams == COMPILE_MAX_PARAMS) {
+            snprintf(err, errsize, "too many parameters in '%s'", spec);
+            return -1;
+        }
+        char *pname = out->names[out->nparams];
+        memcpy(pname, p, nl);
+        pname[nl] = '\0';
         memcpy(value, eq + 1, vl);
         value[vl] = '\0';
         int known = 0;
-        for (const node *q = r->s->params; q; q = q->next) known |= !strcmp(q->name, r->names[r->nparams]);
+        for (const node *q = out->s->params; q; q = q->next) known |= !strcmp(q->name, pname);
         if (!known) {
-            complain(rd, "the schedule has no parameter '%s'", r->names[r->nparams]);
+            snprintf(err, errsize, "the schedule has no parameter '%s'", pname);
             return -1;
         }
-        if (number(value, &r->values[r->nparams])) {
-            complain(rd, "'%s' is not a number", value);
+        if (number(value, &out->values[out->nparams])) {
+            snprintf(err, errsize, "'%s' is not a number", value);
             return -1;
         }
-        r->nparams++;
+        out->nparams++;
     }
     return 0;
+}
+
+void select_apply_choice(const sched_choice *ch, compile_args *a)
+{
+    a->nparams = ch->nparams;
+    for (int k = 0; k < ch->nparams; k++) a->params[k].name = ch->names[k], a->params[k].value = ch->values[k];
 }
 
 /* One line, split into words; returns 1 when it held a rule. */
@@ -161,7 +169,7 @@ static int parse_rule(reader *rd, const sched_lib *lib, char *line, rule *r)
         } else if ((!strcmp(w[i], "p") || !strcmp(w[i], "bytes")) && i + 2 < n) {
             int64_t v;
             int is_p = w[i][0] == 'p';
-            if (number(w[i + 2], &v) ||
+            if (number(w[i + 2], &v) || v < 0 ||
                 bound(w[i + 1], v, is_p ? &r->p_lo : &r->b_lo, is_p ? &r->p_hi : &r->b_hi)) {
                 complain(rd, "bad condition near '%s' (write p < 4, bytes >= 8192, ...)", w[i]);
                 return 0;
@@ -176,7 +184,11 @@ static int parse_rule(reader *rd, const sched_lib *lib, char *line, rule *r)
         complain(rd, "%s", i == n ? "expected '-> schedule'" : "expected one schedule after '->'");
         return 0;
     }
-    if (schedule_spec(rd, lib, r, w[i + 1])) return 0;
+    char err[256];
+    if (select_parse_choice(lib, (nbc_collective)r->coll, w[i + 1], &r->choice, err, sizeof err)) {
+        complain(rd, "%s", err);
+        return 0;
+    }
     snprintf(r->where, sizeof r->where, "%s:%d", rd->name, rd->line);
     return 1;
 }
@@ -236,6 +248,23 @@ int rules_add(rule_table *t, const sched_lib *lib, const char *name, const char 
     return 0;
 }
 
+int rules_load_file(rule_table *t, const sched_lib *lib, const char *path, diag *d)
+{
+    size_t len;
+    char *text = lib_read_file(path, &len, d);
+    if (!text) return -1;
+    int replace = 0;
+    for (size_t i = 0; i + 7 <= len; i++)
+        if ((i == 0 || text[i - 1] == '\n') && !strncmp(text + i, "replace", 7) &&
+            (i + 7 == len || text[i + 7] == '\n' || text[i + 7] == '\r')) {
+            replace = 1;
+            memset(text + i, ' ', 7); /* the rest of the file is rules */
+        }
+    int rc = rules_add(t, lib, path, text, len, replace, d);
+    free(text);
+    return rc;
+}
+
 /* ---- choosing ---- */
 
 static int matches(const rule *r, nbc_collective c, const compile_args *a)
@@ -268,10 +297,9 @@ static const sched_def *by_rules(const sched_lib *lib, const rule_table *t, nbc_
         for (size_t i = 0; i < t->n; i++) {
             const rule *r = &t->r[i];
             if (r->fallback != pass || !matches(r, c, a)) continue;
-            a->nparams = r->nparams;
-            for (int k = 0; k < r->nparams; k++) a->params[k].name = r->names[k], a->params[k].value = r->values[k];
+            select_apply_choice(&r->choice, a);
             if (why) diag_append(why, "  %s %s: %s\n", pass ? "fallback" : "rule", r->where, r->text);
-            if (eligible(lib, r->s, a, why)) return r->s;
+            if (eligible(lib, r->choice.s, a, why)) return r->choice.s;
             a->nparams = 0;
             if (!pass) break; /* the first match decides, or the fallbacks do */
         }

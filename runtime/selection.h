@@ -15,6 +15,22 @@
 #include "../compiler/simulate.h"
 #include "../dsl/collectives.h"
 
+/* A schedule and values for its parameters, as "name" or "name:param=value,param=value"
+ * (the form of rules, of nbc_set_schedule and of NBC_ALLREDUCE and its siblings). */
+typedef struct {
+    const sched_def *s;
+    int nparams;
+    char names[COMPILE_MAX_PARAMS][32];
+    int64_t values[COMPILE_MAX_PARAMS];
+} sched_choice;
+
+/* Parses spec for collective c into *out (zeroed first, so equal choices are equal bytes).
+ * Returns 0, or -1 with the reason in err. */
+int select_parse_choice(const sched_lib *lib, nbc_collective c, const char *spec, sched_choice *out, char *err,
+                        size_t errsize);
+/* Gives a the choice's parameter values. */
+void select_apply_choice(const sched_choice *ch, compile_args *a);
+
 typedef struct rule_table rule_table;
 
 rule_table *rules_create(void);
@@ -24,6 +40,8 @@ void rules_destroy(rule_table *t);
  * fallbacks, which go on serving after the new rules. Returns 0 or -1. */
 int rules_add(rule_table *t, const sched_lib *lib, const char *name, const char *text, size_t len, int replace,
               diag *d);
+/* A rule file (read with lib_read_file); a line holding only "replace" makes it replace. */
+int rules_load_file(rule_table *t, const sched_lib *lib, const char *path, diag *d);
 size_t rules_count(const rule_table *t);
 
 typedef enum { SELECT_RULES, SELECT_MODEL } select_mode;

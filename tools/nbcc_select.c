@@ -58,26 +58,6 @@ static int type_size(const char *t)
     return 0;
 }
 
-static int load_rules(rule_table *t, const sched_lib *lib, const char *path, diag *d)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        diag_append(d, "%s: cannot open it\n", path);
-        return -1;
-    }
-    static char text[1 << 20];
-    size_t len = fread(text, 1, sizeof text, f);
-    fclose(f);
-    int replace = 0; /* a line "replace" alone, as nbc_load_tuning reads it */
-    for (size_t i = 0; i + 7 <= len; i++)
-        if ((i == 0 || text[i - 1] == '\n') && !strncmp(text + i, "replace", 7) &&
-            (i + 7 == len || text[i + 7] == '\n')) {
-            replace = 1;
-            memset(text + i, ' ', 7);
-        }
-    return rules_add(t, lib, path, text, len, replace, d);
-}
-
 int nbcc_explain(int argc, char **argv)
 {
     if (wants_help(argc, argv)) {
@@ -143,7 +123,7 @@ int nbcc_explain(int argc, char **argv)
         fputs(why.text ? why.text : "", stdout);
         if (tuning && (!only || !strcmp(only, "rules"))) {
             diag_clear(&why);
-            if (load_rules(rules, lib, tuning, &d) != 0) {
+            if (rules_load_file(rules, lib, tuning, &d) != 0) {
                 rc = -1;
             } else {
                 printf("\nmode rules (with %s):\n", tuning);
