@@ -10,12 +10,9 @@ P=${3:-2}
 out=bench/results
 mkdir -p "$out"
 
-# Every allreduce schedule the library has, the segmented ring at other segment sizes, and the
-# candidates in bench/schedules/ (not in the library yet). nbc_auto_spin20us is nbc_auto
-# waited for with 20 us of nbc_test before nbc_wait (see bench/bench.c).
+# Every allreduce schedule the library has, and the segmented ring at other segment sizes.
 schedules=$("$BINDIR/nbcc" list | awk '$2 == "allreduce" { printf "%s%s", sep, $1; sep = "," }')
 schedules="$schedules,allreduce_segmented_ring:segsize=262144,allreduce_segmented_ring:segsize=1048576"
-schedules="$schedules,allreduce_ring_pipelined:segsize=262144"
 
 {
     echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
@@ -30,7 +27,7 @@ schedules="$schedules,allreduce_ring_pipelined:segsize=262144"
     | tee -a "$out/machine-p$P.txt"
 
 # shellcheck disable=SC2086
-mpiexec -n "$P" "$BUILD/bench/bench" --load bench/schedules --spin-variant 20 --schedules "$schedules" --csv "$out/bench-p$P.csv" \
+mpiexec -n "$P" "$BUILD/bench/bench" --schedules "$schedules" --csv "$out/bench-p$P.csv" \
     --dat "$out/bench-p$P.dat" --overlap "$out/overlap-p$P.csv" $BENCH_ARGS | tee "$out/bench-p$P.txt"
 echo "load average after: $(cut -d ' ' -f 1-3 /proc/loadavg)" >> "$out/machine-p$P.txt"
 

@@ -321,18 +321,33 @@ static value eval(ev *e, const node *n)
 
 /* ---- instructions ---- */
 
+/* A REDUCE of exactly what the instruction before it in the same round copied becomes one
+ * COMBINE, a := b ⊕ c: one pass over the data instead of two. Schedules write a first
+ * reduction into recvbuf as `copy sendbuf[s] to recvbuf[s]; reduce recvbuf[s] += in[...]`. */
+static int fused(ev *e, const nbc_insn *r, const node *at)
+{
+    if (e->n == 0 || e->n - 1 < e->group_start) return 0;
+    nbc_insn *c = &e->insns[e->n - 1];
+    if (c->op != OP_COPY || c->a_slot != r->a_slot || c->a_off != r->a_off || c->len != r->len) return 0;
+    /* instruction() keeps each one's operands disjoint, so the three are: no aliasing */
+    *c = (nbc_insn){.op = OP_COMBINE, .a_slot = r->a_slot, .b_slot = r->b_slot, .c_slot = c->b_slot, .peer = -1,
+                    .a_off = r->a_off, .b_off = r->b_off, .c_off = c->b_off, .len = r->len};
+    e->locs[e->n - 1] = (nbc_srcloc){(uint32_t)at->at.line, (uint32_t)at->at.col}; /* the reduction's place */
+    return 1;
+}
+
 static void emit(ev *e, const node *at, int op, int32_t peer, const value *a, const value *b)
 {
     step(e, at->at);
     int64_t es = e->args->esize;
     if (a->b == 0) return; /* zero-length: both sides of a message skip it alike */
     if (op == OP_COPY && a->slot == b->slot && a->a == b->a) return; /* in place: nothing to do */
+    nbc_insn in = {.op = (uint8_t)op, .a_slot = (uint8_t)a->slot, .b_slot = (uint8_t)(b ? b->slot : 0), .peer = peer,
+                   .a_off = (uint64_t)(a->a * es), .b_off = b ? (uint64_t)(b->a * es) : 0, .len = (uint64_t)(a->b * es)};
+    if (op == OP_REDUCE && fused(e, &in, at)) return;
     e->insns = grow(e, e->insns, &e->cap, e->n + 1, sizeof *e->insns);
     e->locs = grow(e, e->locs, &e->lcap, e->n + 1, sizeof *e->locs);
-    e->insns[e->n] = (nbc_insn){.op = (uint8_t)op, .a_slot = (uint8_t)a->slot,
-                                .b_slot = (uint8_t)(b ? b->slot : 0), .peer = peer,
-                                .a_off = (uint64_t)(a->a * es), .b_off = b ? (uint64_t)(b->a * es) : 0,
-                                .len = (uint64_t)(a->b * es)};
+    e->insns[e->n] = in;
     e->locs[e->n] = (nbc_srcloc){(uint32_t)at->at.line, (uint32_t)at->at.col};
     e->n++;
     if (op == OP_SEND || op == OP_RECV) e->group_comms++;
@@ -699,6 +714,8 @@ static nbc_program *assemble(ev *e, const sched_def *s)
     for (size_t i = 0; i < e->n; i++) { /* the ordered-reduce temporary lives after scratch */
         if (in[i].a_slot == SLOT_RTMP) in[i].a_slot = SLOT_SCRATCH, in[i].a_off += (uint64_t)(e->scratch * es);
         if (in[i].b_slot == SLOT_RTMP) in[i].b_slot = SLOT_SCRATCH, in[i].b_off += (uint64_t)(e->scratch * es);
+        if (in[i].op == OP_COMBINE && in[i].c_slot == SLOT_RTMP)
+            in[i].c_slot = SLOT_SCRATCH, in[i].c_off += (uint64_t)(e->scratch * es);
     }
     memcpy(prog_rounds(p), e->rounds, e->nrounds * sizeof(uint32_t));
     prog_rounds(p)[e->nrounds] = (uint32_t)e->n;

@@ -4,7 +4,7 @@
 
 const char *prog_opcode_name(int op)
 {
-    static const char *const names[OP_COUNT_] = {"SEND", "RECV", "COPY", "REDUCE"};
+    static const char *const names[OP_COUNT_] = {"SEND", "RECV", "COPY", "REDUCE", "COMBINE"};
     return op >= 0 && op < OP_COUNT_ ? names[op] : "?";
 }
 
@@ -21,20 +21,23 @@ void prog_disasm(const nbc_program *p, FILE *out)
     for (uint32_t i = 0; i < p->ninsns; i++) comms += prog_insns(p)[i].op <= OP_RECV;
     fprintf(out, "; %u rounds, %u instructions (%u messages), scratch %" PRIu64 " bytes, element %u bytes\n",
             p->nrounds, p->ninsns, comms, p->scratch, p->esize);
-    fprintf(out, "round    pc  opcode  peer  buffer        offset      length  source        offset  line:col\n");
+    fprintf(out, "round    pc  opcode   peer  buffer        offset      length  source        offset  line:col\n");
     for (uint32_t r = 0; r < p->nrounds; r++) {
         for (uint32_t pc = prog_rounds(p)[r]; pc < prog_rounds(p)[r + 1]; pc++) {
             const nbc_insn *in = &prog_insns(p)[pc];
             const nbc_srcloc *at = &prog_locs(p)[pc];
             char peer[16] = "-";
             if (in->op == OP_SEND || in->op == OP_RECV) snprintf(peer, sizeof peer, "%d", in->peer);
-            fprintf(out, "%5u %5u  %-6s %5s  %-7s %12" PRIu64 " %11" PRIu64, r, pc, prog_opcode_name(in->op), peer,
+            fprintf(out, "%5u %5u  %-7s %5s  %-7s %12" PRIu64 " %11" PRIu64, r, pc, prog_opcode_name(in->op), peer,
                     prog_slot_name(in->a_slot), in->a_off, in->len);
-            if (in->op == OP_COPY || in->op == OP_REDUCE)
+            if (in->op >= OP_COPY)
                 fprintf(out, "  %-7s %12" PRIu64, prog_slot_name(in->b_slot), in->b_off);
             else
                 fprintf(out, "  %-7s %12s", "", "");
-            fprintf(out, "  %u:%u\n", at->line, at->col);
+            fprintf(out, "  %u:%u", at->line, at->col);
+            if (in->op == OP_COMBINE) /* the right operand, where the fused copy read it */
+                fprintf(out, "  with %s+%" PRIu64, prog_slot_name(in->c_slot), in->c_off);
+            fprintf(out, "\n");
         }
     }
 }

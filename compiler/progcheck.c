@@ -82,12 +82,14 @@ typedef struct {
 static touches touched(const nbc_insn *in)
 {
     touches t = {0};
-    access a = {in->a_slot, in->a_off, in->a_off + in->len}, b = {in->b_slot, in->b_off, in->b_off + in->len};
+    access a = {in->a_slot, in->a_off, in->a_off + in->len}, b = {in->b_slot, in->b_off, in->b_off + in->len},
+           c = {in->c_slot, in->c_off, in->c_off + in->len};
     switch (in->op) {
     case OP_SEND: t.rd[t.nrd++] = a; break;
     case OP_RECV: t.wr = a, t.haswr = 1; break;
     case OP_COPY: t.rd[t.nrd++] = b, t.wr = a, t.haswr = 1; break;
     case OP_REDUCE: t.rd[t.nrd++] = b, t.rd[t.nrd++] = a, t.wr = a, t.haswr = 1; break;
+    case OP_COMBINE: t.rd[t.nrd++] = b, t.rd[t.nrd++] = c, t.wr = a, t.haswr = 1; break;
     }
     return t;
 }
@@ -110,16 +112,17 @@ static __attribute__((format(printf, 4, 5))) int fault(prog_fault *f, uint32_t p
 
 static int check_insn(const nbc_program *prog, uint32_t pc, int64_t p, const uint64_t *slot_bytes, int nslots, prog_fault *f)
 {
-    char name[2][24];
+    char name[3][24];
     const nbc_insn *in = &prog_insns(prog)[pc];
     const char *op = prog_opcode_name(in->op);
     uint64_t es = prog->esize;
     if (in->op >= OP_COUNT_) return fault(f, pc, UINT32_MAX, "unknown opcode %u", in->op);
     if (in->len == 0) return fault(f, pc, UINT32_MAX, "%s of zero length (programs never hold those)", op);
-    int two = in->op == OP_COPY || in->op == OP_REDUCE;
-    const uint8_t slots[2] = {in->a_slot, in->b_slot};
-    const uint64_t offs[2] = {in->a_off, in->b_off};
-    for (int k = 0; k < 1 + two; k++) {
+    int two = in->op >= OP_COPY; /* COPY, REDUCE and COMBINE read a second buffer */
+    int nops = in->op == OP_COMBINE ? 3 : 1 + two;
+    const uint8_t slots[3] = {in->a_slot, in->b_slot, in->c_slot};
+    const uint64_t offs[3] = {in->a_off, in->b_off, in->c_off};
+    for (int k = 0; k < nops; k++) {
         if (slots[k] >= nslots) return fault(f, pc, UINT32_MAX, "%s names buffer slot %u, which does not exist", op, slots[k]);
         if (offs[k] % es || in->len % es)
             return fault(f, pc, UINT32_MAX, "%s at byte %" PRIu64 ", %" PRIu64 " bytes long, is not aligned to the %" PRIu64 "-byte elements",
@@ -133,6 +136,8 @@ static int check_insn(const nbc_program *prog, uint32_t pc, int64_t p, const uin
         return fault(f, pc, UINT32_MAX, "%s names peer %d, outside 0..%" PRId64, op, in->peer, p - 1);
     /* memcpy and the kernels need disjoint operands; a copy onto itself is merely useless */
     int same = in->a_slot == in->b_slot && in->a_off < in->b_off + in->len && in->b_off < in->a_off + in->len;
+    if (in->op == OP_COMBINE)
+        same |= in->a_slot == in->c_slot && in->a_off < in->c_off + in->len && in->c_off < in->a_off + in->len;
     if (two && same && !(in->op == OP_COPY && in->a_off == in->b_off))
         return fault(f, pc, UINT32_MAX, "%s reads and writes overlapping bytes of %s", op, prog_buffer_name(in->a_slot, name[0], sizeof name[0]));
     return 0;

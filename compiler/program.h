@@ -6,8 +6,8 @@
  * Buffers are named by slot plus byte offset, never by address, so one program serves every
  * call with the same key.
  *
- * Round semantics: when a round starts, its instructions run in order: COPY and REDUCE execute
- * at once, SEND and RECV are posted. The round ends when all its communication has completed.
+ * Round semantics: when a round starts, its instructions run in order: COPY, REDUCE and COMBINE
+ * execute at once, SEND and RECV are posted. The round ends when all its communication has completed.
  */
 #ifndef NBC_PROGRAM_H
 #define NBC_PROGRAM_H
@@ -20,6 +20,7 @@ typedef enum {
     OP_RECV,   /* post a receive of len bytes into (a.slot, a.off) from peer     */
     OP_COPY,   /* a := b, len bytes                                              */
     OP_REDUCE, /* a := b ⊕ a, len bytes (MPI_Reduce_local order: b is the left operand) */
+    OP_COMBINE, /* a := b ⊕ c, len bytes: a COPY a := c and the REDUCE after it, in one pass */
     OP_COUNT_
 } nbc_opcode;
 
@@ -33,11 +34,12 @@ typedef enum { SLOT_SEND, SLOT_RECV, SLOT_SCRATCH, SLOT_COUNT_ } nbc_slot;
 typedef struct {
     uint8_t op;       /* nbc_opcode */
     uint8_t a_slot;   /* destination (COPY/REDUCE/RECV) or source (SEND) */
-    uint8_t b_slot;   /* source of COPY/REDUCE */
-    uint8_t unused;
+    uint8_t b_slot;   /* source of COPY/REDUCE/COMBINE */
+    uint8_t c_slot;   /* right operand of COMBINE */
     int32_t peer;     /* SEND/RECV only, else -1 */
     uint64_t a_off;   /* byte offsets */
     uint64_t b_off;
+    uint64_t c_off;
     uint64_t len;     /* bytes */
 } nbc_insn;
 

@@ -61,7 +61,7 @@ uint8_t *skel_build(const nbc_program *prog, int64_t rank, size_t *len)
         uint64_t reduced = 0, copied = 0;
         for (uint32_t pc = prog_rounds(prog)[r]; pc < prog_rounds(prog)[r + 1]; pc++) {
             const nbc_insn *in = &prog_insns(prog)[pc];
-            if (in->op == OP_REDUCE) reduced += in->len;
+            if (in->op == OP_REDUCE || in->op == OP_COMBINE) reduced += in->len;
             if (in->op == OP_COPY) copied += in->len;
             if (in->op != OP_SEND && in->op != OP_RECV) continue;
             flush_local(&b, &reduced, &copied);

@@ -105,6 +105,11 @@ static void describe(const nbc_insn *in, char *out, size_t size)
         snprintf(out, size, "%s %" PRIu64 " bytes at %s+%" PRIu64 " %s rank %d", prog_opcode_name(in->op), in->len,
                  prog_slot_name(in->a_slot), in->a_off, in->op == OP_SEND ? "to" : "from", in->peer);
         break;
+    case OP_COMBINE:
+        snprintf(out, size, "%s %" PRIu64 " bytes at %s+%" PRIu64 " from %s+%" PRIu64 " with %s+%" PRIu64,
+                 prog_opcode_name(in->op), in->len, prog_slot_name(in->a_slot), in->a_off, prog_slot_name(in->c_slot),
+                 in->c_off, prog_slot_name(in->b_slot), in->b_off);
+        break;
     default:
         snprintf(out, size, "%s %" PRIu64 " bytes at %s+%" PRIu64 " %s %s+%" PRIu64, prog_opcode_name(in->op), in->len,
                  prog_slot_name(in->a_slot), in->a_off, in->op == OP_COPY ? "from" : "with", prog_slot_name(in->b_slot),
@@ -212,7 +217,8 @@ static int setup_buffers(vctx *v, uint32_t rank, const vshape *sh)
     const nbc_insn *in = prog_insns(prog);
     for (uint32_t i = 0; i < prog->ninsns; i++) {
         n[in[i].a_slot] += 2;
-        if (in[i].op == OP_COPY || in[i].op == OP_REDUCE) n[in[i].b_slot] += 2;
+        if (in[i].op >= OP_COPY) n[in[i].b_slot] += 2;
+        if (in[i].op == OP_COMBINE) n[in[i].c_slot] += 2;
     }
     uint64_t *cuts[NBC_MAX_SLOTS] = {0};
     int nomem = 0;
@@ -228,9 +234,13 @@ static int setup_buffers(vctx *v, uint32_t rank, const vshape *sh)
     for (uint32_t i = 0; i < prog->ninsns; i++) {
         cuts[in[i].a_slot][n[in[i].a_slot]++] = in[i].a_off / es;
         cuts[in[i].a_slot][n[in[i].a_slot]++] = (in[i].a_off + in[i].len) / es;
-        if (in[i].op == OP_COPY || in[i].op == OP_REDUCE) {
+        if (in[i].op >= OP_COPY) {
             cuts[in[i].b_slot][n[in[i].b_slot]++] = in[i].b_off / es;
             cuts[in[i].b_slot][n[in[i].b_slot]++] = (in[i].b_off + in[i].len) / es;
+        }
+        if (in[i].op == OP_COMBINE) {
+            cuts[in[i].c_slot][n[in[i].c_slot]++] = in[i].c_off / es;
+            cuts[in[i].c_slot][n[in[i].c_slot]++] = (in[i].c_off + in[i].len) / es;
         }
     }
     cuts[SLOT_RECV][n[SLOT_RECV]++] = sh->own_lo;
@@ -465,11 +475,17 @@ static void issue(vctx *v, uint32_t r)
                  sym_write(&k->buf[in->a_slot], a_lo, a_hi, v->t1.v, v->t1.n, pc);
             break;
         case OP_REDUCE:
-            rc = sym_read(&k->buf[in->b_slot], b_lo, b_hi, &v->t1) || sym_read(&k->buf[in->a_slot], a_lo, a_hi, &v->t2);
+        case OP_COMBINE: {
+            /* the right operand: a itself, or c for COMBINE */
+            int c_slot = in->op == OP_COMBINE ? in->c_slot : in->a_slot;
+            uint64_t c_lo = in->op == OP_COMBINE ? in->c_off / es : a_lo;
+            rc = sym_read(&k->buf[in->b_slot], b_lo, b_hi, &v->t1) ||
+                 sym_read(&k->buf[c_slot], c_lo, c_lo + (a_hi - a_lo), &v->t2);
             if (rc) break;
             combine(v, r, pc, &v->t1, &v->t2, &v->t3);
             if (!v->failed) rc = sym_write(&k->buf[in->a_slot], a_lo, a_hi, v->t3.v, v->t3.n, pc);
             break;
+        }
         case OP_SEND:
             rc = sym_read(&k->buf[in->a_slot], a_lo, a_hi, &v->t1);
             if (!rc) post_send(v, r, pc, in, &v->t1);

@@ -26,9 +26,17 @@ static int issue_round(interp_state *st)
             break;
         case OP_REDUCE:
             if (st->kernel)
-                st->kernel(a, st->base[in->b_slot] + in->b_off, (size_t)n);
+                st->kernel->reduce(a, st->base[in->b_slot] + in->b_off, (size_t)n);
             else
                 rc = MPI_Reduce_local(st->base[in->b_slot] + in->b_off, a, n, st->datatype, st->op);
+            break;
+        case OP_COMBINE:
+            if (st->kernel) {
+                st->kernel->combine(a, st->base[in->b_slot] + in->b_off, st->base[in->c_slot] + in->c_off, (size_t)n);
+            } else {
+                memcpy(a, st->base[in->c_slot] + in->c_off, in->len);
+                rc = MPI_Reduce_local(st->base[in->b_slot] + in->b_off, a, n, st->datatype, st->op);
+            }
             break;
         }
         if (rc != MPI_SUCCESS) return rc;

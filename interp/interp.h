@@ -1,5 +1,5 @@
 /* The interpreter: runs one request's program without ever blocking. Each step posts the
- * current round (local COPY/REDUCE at once, SEND/RECV posted), tests its communication, and
+ * current round (local COPY/REDUCE/COMBINE at once, SEND/RECV posted), tests its communication, and
  * moves on to the next round as soon as it has completed. */
 #ifndef NBC_INTERP_H
 #define NBC_INTERP_H
@@ -15,7 +15,7 @@ typedef struct {
     int tag;
     MPI_Datatype datatype;
     MPI_Op op;
-    reduce_fn kernel;         /* NULL: MPI_Reduce_local */
+    const reduce_kernels *kernel; /* NULL: MPI_Reduce_local */
     MPI_Request *reqs;        /* room for prog->max_round_comms */
     MPI_Status *statuses;     /* as many: where a failed message tells why */
     int nreqs;

@@ -15,8 +15,10 @@
 
 enum { SUM, PROD, MIN, MAX, LAND, LOR, LXOR, BAND, BOR, BXOR, NOPS };
 
-/* a is in[i], b is inout[i]. The parameters themselves are restrict: with restrict only on
- * the typed locals, gcc 12 adds a run-time aliasing check before every vector loop. */
+/* a is in[i], b is inout[i] (or right[i]). Each op gets two kernels: the two-operand one for
+ * REDUCE and the three-operand one for COMBINE, so that neither has to allow for aliasing. The
+ * parameters themselves are restrict: with restrict only on the typed locals, gcc 12 adds a
+ * run-time aliasing check before every vector loop. */
 #define KERNEL(name, T, expr)                                                                  \
     CLONES static void name(void *__restrict inout_, const void *__restrict in_, size_t n)     \
     {                                                                                          \
@@ -27,7 +29,19 @@ enum { SUM, PROD, MIN, MAX, LAND, LOR, LXOR, BAND, BOR, BXOR, NOPS };
             const T a = in[i], b = io[i];                                                      \
             io[i] = (T)(expr);                                                                 \
         }                                                                                      \
-    }
+    }                                                                                          \
+    CLONES static void name##3(void *__restrict out_, const void *__restrict in_,              \
+                               const void *__restrict right_, size_t n)                        \
+    {                                                                                          \
+        T *const __restrict out = out_;                                                        \
+        const T *const __restrict in = in_, *const __restrict right = right_;                  \
+        _Pragma("GCC unroll 4")                                                                \
+        for (size_t i = 0; i < n; i++) {                                                       \
+            const T a = in[i], b = right[i];                                                   \
+            out[i] = (T)(expr);                                                                \
+        }                                                                                      \
+    }                                                                                          \
+    static const reduce_kernels name##_k = {name, name##3};
 
 /* MIN/MAX keep `in` on ties and NaNs, as MPICH does (visible with -0.0 and NaN). */
 #define ARITH_KERNELS(tag, T, U)                                                               \
@@ -46,16 +60,17 @@ enum { SUM, PROD, MIN, MAX, LAND, LOR, LXOR, BAND, BOR, BXOR, NOPS };
     KERNEL(tag##_band, T, a & b)                                                               \
     KERNEL(tag##_bor, T, a | b)                                                                \
     KERNEL(tag##_bxor, T, a ^ b)                                                               \
-    static const reduce_fn tag##_ops[NOPS] = {                                                 \
-        [SUM] = tag##_sum,   [PROD] = tag##_prod, [MIN] = tag##_min, [MAX] = tag##_max,       \
-        [LAND] = tag##_land, [LOR] = tag##_lor,   [LXOR] = tag##_lxor,                         \
-        [BAND] = tag##_band, [BOR] = tag##_bor,   [BXOR] = tag##_bxor,                         \
+    static const reduce_kernels *const tag##_ops[NOPS] = {                                                 \
+        [SUM] = &tag##_sum_k,   [PROD] = &tag##_prod_k, [MIN] = &tag##_min_k,                   \
+        [MAX] = &tag##_max_k,   [LAND] = &tag##_land_k, [LOR] = &tag##_lor_k,                   \
+        [LXOR] = &tag##_lxor_k, [BAND] = &tag##_band_k, [BOR] = &tag##_bor_k,                   \
+        [BXOR] = &tag##_bxor_k,                                                                \
     };
 
 #define FLOAT_KERNELS(tag, T)                                                                  \
     ARITH_KERNELS(tag, T, T)                                                                   \
-    static const reduce_fn tag##_ops[NOPS] = {                                                 \
-        [SUM] = tag##_sum, [PROD] = tag##_prod, [MIN] = tag##_min, [MAX] = tag##_max,         \
+    static const reduce_kernels *const tag##_ops[NOPS] = {                                                 \
+        [SUM] = &tag##_sum_k, [PROD] = &tag##_prod_k, [MIN] = &tag##_min_k, [MAX] = &tag##_max_k, \
     };
 
 INT_KERNELS(schar, signed char, unsigned)
@@ -85,19 +100,19 @@ FLOAT_KERNELS(ldbl, long double)
 /* C_BOOL is read as unsigned char (always a valid lvalue for any object), so a byte other
  * than 0 or 1 is still just "true" instead of undefined behaviour; results are 0 or 1. */
 _Static_assert(sizeof(bool) == 1, "MPI_C_BOOL kernels assume a one-byte bool");
-static const reduce_fn bool_ops[NOPS] = {
-    [LAND] = uchar_land, [LOR] = uchar_lor, [LXOR] = uchar_lxor,
+static const reduce_kernels *const bool_ops[NOPS] = {
+    [LAND] = &uchar_land_k, [LOR] = &uchar_lor_k, [LXOR] = &uchar_lxor_k,
 };
 
 /* MPI_BYTE takes only the bitwise ops. */
-static const reduce_fn byte_ops[NOPS] = {
-    [BAND] = uchar_band, [BOR] = uchar_bor, [BXOR] = uchar_bxor,
+static const reduce_kernels *const byte_ops[NOPS] = {
+    [BAND] = &uchar_band_k, [BOR] = &uchar_bor_k, [BXOR] = &uchar_bxor_k,
 };
 
 /* Handles are compared at run time rather than switched on, because not every MPI defines
  * them as integer constants. MPI_CHAR is deliberately absent: the standard allows no
  * reduction on it, so it is left to MPI_Reduce_local (MPICH accepts it, others refuse). */
-static const reduce_fn *type_ops(MPI_Datatype t)
+static const reduce_kernels *const *type_ops(MPI_Datatype t)
 {
     /* An MPI lacking an optional type may define its handle as MPI_DATATYPE_NULL. */
     if (t == MPI_DATATYPE_NULL) return NULL;
@@ -142,18 +157,18 @@ static int op_index(MPI_Op op)
     return -1;
 }
 
-reduce_fn reduce_kernel(MPI_Datatype datatype, MPI_Op op)
+const reduce_kernels *reduce_kernel(MPI_Datatype datatype, MPI_Op op)
 {
     /* Every call looks its pair up, and most programs use one pair throughout: the last pair
      * found is remembered. Only pairs with a kernel are, as only predefined handles (which are
      * never freed and reused) have one. */
     static MPI_Datatype last_type = MPI_DATATYPE_NULL;
     static MPI_Op last_op = MPI_OP_NULL;
-    static reduce_fn last;
+    static const reduce_kernels *last;
     if (datatype == last_type && op == last_op) return last;
-    const reduce_fn *fns = type_ops(datatype);
+    const reduce_kernels *const *fns = type_ops(datatype);
     int i = op_index(op);
-    reduce_fn fn = fns && i >= 0 ? fns[i] : NULL;
+    const reduce_kernels *fn = fns && i >= 0 ? fns[i] : NULL;
     if (fn) last_type = datatype, last_op = op, last = fn;
     return fn;
 }

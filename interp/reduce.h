@@ -1,6 +1,7 @@
-/* Reduction kernels: inout[i] = in[i] ⊕ inout[i] for MPI's predefined ops on its predefined
- * integer and floating types, as plain loops the compiler vectorizes. Any other (datatype, op)
- * pair has no kernel and goes through MPI_Reduce_local. */
+/* Reduction kernels for MPI's predefined ops on its predefined integer and floating types, as
+ * plain loops the compiler vectorizes: inout[i] = in[i] ⊕ inout[i] (REDUCE), and
+ * out[i] = in[i] ⊕ right[i] (COMBINE: a copy and a reduction in one pass, no buffer overlapping
+ * another). Any other (datatype, op) pair has no kernel and goes through MPI_Reduce_local. */
 #ifndef NBC_REDUCE_H
 #define NBC_REDUCE_H
 
@@ -8,9 +9,14 @@
 #include <stddef.h>
 
 typedef void (*reduce_fn)(void *inout, const void *in, size_t n);
+typedef void (*combine_fn)(void *out, const void *in, const void *right, size_t n);
+typedef struct {
+    reduce_fn reduce;
+    combine_fn combine;
+} reduce_kernels;
 
-/* The kernel for (datatype, op), or NULL when there is none. Cheap enough to call once per
+/* The kernels for (datatype, op), or NULL when there are none. Cheap enough to call once per
  * request, not meant for once per instruction. */
-reduce_fn reduce_kernel(MPI_Datatype datatype, MPI_Op op);
+const reduce_kernels *reduce_kernel(MPI_Datatype datatype, MPI_Op op);
 
 #endif

@@ -124,7 +124,7 @@ static int kernel_required(MPI_Op op)
     return 0;
 }
 
-static int check_op(MPI_Op op, MPI_Datatype dt, reduce_fn *kernel, int *commutative)
+static int check_op(MPI_Op op, MPI_Datatype dt, const reduce_kernels **kernel, int *commutative)
 {
     if (op == MPI_OP_NULL) return nbc_fail(MPI_ERR_OP, "the op is MPI_OP_NULL");
     *kernel = reduce_kernel(dt, op);
@@ -157,7 +157,7 @@ static int reduces(nbc_collective c)
 }
 
 /* Every argument is checked before anything is touched. */
-static int check_call(const call *c, int size, int rank, MPI_Aint *esize, reduce_fn *kernel, int *commutative)
+static int check_call(const call *c, int size, int rank, MPI_Aint *esize, const reduce_kernels **kernel, int *commutative)
 {
     int rc;
     *esize = 1;
@@ -205,7 +205,7 @@ static int start(const call *c, nbc_request *request)
         MPI_Comm_rank(c->comm, &rank);
     }
     MPI_Aint esize;
-    reduce_fn kernel;
+    const reduce_kernels *kernel;
     int commutative;
     if ((rc = check_call(c, size, rank, &esize, &kernel, &commutative))) return rc;
 

@@ -138,7 +138,8 @@ static int in_bounds(const nbc_program *p, uint64_t count_bytes)
         const nbc_insn *in = &prog_insns(p)[i];
         uint64_t size[SLOT_COUNT_] = {count_bytes, count_bytes, p->scratch};
         if (in->a_off + in->len > size[in->a_slot]) return 0;
-        if ((in->op == OP_COPY || in->op == OP_REDUCE) && in->b_off + in->len > size[in->b_slot]) return 0;
+        if (in->op >= OP_COPY && in->b_off + in->len > size[in->b_slot]) return 0;
+        if (in->op == OP_COMBINE && in->c_off + in->len > size[in->c_slot]) return 0;
     }
     return 1;
 }
@@ -203,10 +204,11 @@ static void program_shapes(void)
     a = (compile_args){.p = 4, .rank = 0, .count = 6, .esize = 4, .commutative = 0};
     prog = compile_builtin(lib, "allreduce_recursive_doubling", a);
     int ordered = 0;
-    for (uint32_t i = 0; prog && i + 2 < prog->ninsns; i++) {
+    for (uint32_t i = 0; prog && i + 1 < prog->ninsns; i++) {
         const nbc_insn *in = prog_insns(prog) + i;
-        ordered += in[0].op == OP_COPY && in[1].op == OP_REDUCE && in[2].op == OP_COPY &&
-                   in[1].a_slot == SLOT_SCRATCH && in[1].b_slot == SLOT_RECV && in[2].a_slot == SLOT_RECV;
+        /* t = src; t = dst ⊕ t; dst = t, whose first two are fused: t = dst ⊕ src; dst = t */
+        ordered += in[0].op == OP_COMBINE && in[1].op == OP_COPY && in[0].a_slot == SLOT_SCRATCH &&
+                   in[0].b_slot == SLOT_RECV && in[0].c_slot == SLOT_SCRATCH && in[1].a_slot == SLOT_RECV;
     }
     result(prog && ordered == 2 && prog->scratch == 2 * 6 * 4 && in_bounds(prog, 24),
            "non-commutative dst ⊕= src is lowered through a temporary", "%d lowered reduces, scratch %llu",
@@ -264,6 +266,49 @@ static void features(void)
                in[2].op == OP_RECV && in[2].peer == 0 && prog->nrounds == 1,
            "let, range, call with arguments and params, builtins, if/else if",
            "rc %d, %s", rc, d.text ? d.text : "wrong program");
+    free(prog);
+    diag_free(&d);
+    lib_destroy(lib);
+}
+
+/* A copy followed in the same round by a reduction of exactly the bytes it wrote becomes one
+ * COMBINE; anything else stays as written. */
+static void fusion(void)
+{
+    const char *text =
+        "schedule f implements allreduce\n"
+        "{\n"
+        "    let h = count / 2;\n"
+        "    scratch inc[count];\n"
+        "    round { recv inc from (rank + 1) % p; send sendbuf to (rank + 1) % p; }\n"
+        "    round {\n"
+        "        copy sendbuf[0 : h] to recvbuf[0 : h];\n"
+        "        reduce recvbuf[0 : h] += inc[0 : h];\n"        /* fused */
+        "        copy sendbuf[h : count] to recvbuf[h : count];\n"
+        "        reduce recvbuf[h : count - 1] += inc[h : count - 1];\n" /* not the same bytes */
+        "        send inc[0 : 1] to 0; recv inc[0 : 1] from 0;\n"
+        "    }\n"
+        "    round { copy sendbuf[0 : 1] to inc[0 : 1]; send recvbuf to 0; }\n"
+        "    round { reduce inc[0 : 1] += recvbuf[0 : 1]; send recvbuf to 0; }\n" /* another round */
+        "}\n";
+    sched_lib *lib = lib_create();
+    diag d;
+    diag_init(&d);
+    int rc = lib_add_source(lib, "fusion.nbs", text, strlen(text), &d);
+    nbc_program *prog = NULL;
+    if (rc == 0) {
+        compile_args a = {.p = 1, .rank = 0, .count = 10, .esize = 8, .commutative = 1};
+        rc = compile_program(lib, lib_find(lib, "f"), &a, &prog, &d);
+    }
+    char ops[64] = "";
+    for (uint32_t i = 0; prog && i < prog->ninsns && i < 16; i++)
+        strcat(ops, (const char *[]){"S", "R", "C", "D", "X"}[prog_insns(prog)[i].op]);
+    const nbc_insn *x = prog ? prog_insns(prog) + 2 : NULL;
+    result(rc == 0 && !strcmp(ops, "RSXCDSRCSDS") && x->a_slot == SLOT_RECV && x->a_off == 0 && x->len == 40 &&
+               x->b_slot == SLOT_SCRATCH && x->b_off == 0 && x->c_slot == SLOT_SEND && x->c_off == 0 &&
+               prog_locs(prog)[2].line == 8,
+           "copy + reduce of the same bytes in one round fuse into COMBINE, nothing else does",
+           "rc %d, %s", rc, d.text ? d.text : ops);
     free(prog);
     diag_free(&d);
     lib_destroy(lib);
@@ -366,6 +411,7 @@ int main(int argc, char **argv)
     broken_cases(argc > 1 ? argv[1] : "tests/dsl/broken.txt");
     program_shapes();
     features();
+    fusion();
     hostile();
     return failures ? 1 : 0;
 }

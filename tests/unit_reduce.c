@@ -156,24 +156,31 @@ static bool same(const unsigned char *a, const unsigned char *b, size_t n, const
     return true;
 }
 
-/* One kernel against MPI_Reduce_local for n elements, `in` shifted by `shift` elements so
- * the two buffers differ in alignment. Returns NULL or what went wrong. */
-static const char *run(reduce_fn fn, const struct type *t, MPI_Op op, size_t n, size_t shift,
+/* One pair of kernels against MPI_Reduce_local for n elements, `in` shifted by `shift`
+ * elements so the buffers differ in alignment: the two-operand kernel in place, the
+ * three-operand one into a third buffer. Returns NULL or what went wrong. */
+static const char *run(const reduce_kernels *k, const struct type *t, MPI_Op op, size_t n, size_t shift,
                        char *why, size_t whylen)
 {
     const size_t bytes = (n + 2) * t->size;
     unsigned char *in_base = calloc(1, bytes), *in_copy = calloc(1, bytes);
     unsigned char *io_k = calloc(1, bytes), *io_m = calloc(1, bytes);
-    if (!in_base || !in_copy || !io_k || !io_m) abort();
+    unsigned char *right = calloc(1, bytes), *right_copy = calloc(1, bytes), *out = calloc(1, bytes);
+    if (!in_base || !in_copy || !io_k || !io_m || !right || !right_copy || !out) abort();
     unsigned char *in = in_base + shift * t->size;
 
     fill(in, n, 1, t);
     fill(io_k, n + 1, 2, t); /* element n is a guard the kernel must not touch */
     memcpy(io_m, io_k, bytes);
+    memcpy(right, io_k, bytes);
+    memcpy(right_copy, io_k, bytes);
     memcpy(in_copy, in_base, bytes);
+    fill(out, n + 1, 3, t);
+    memcpy(out + n * t->size, io_k + n * t->size, t->size); /* the same guard */
 
     const char *res = NULL;
-    fn(io_k, in, n);
+    k->reduce(io_k, in, n);
+    k->combine(out, in, right, n);
     int rc = MPI_Reduce_local(in, io_m, (int)n, t->dt, op);
     if (rc != MPI_SUCCESS) {
         snprintf(why, whylen, "MPI_Reduce_local failed (n=%zu)", n);
@@ -181,13 +188,20 @@ static const char *run(reduce_fn fn, const struct type *t, MPI_Op op, size_t n, 
     } else if (!same(io_k, io_m, n, t)) {
         snprintf(why, whylen, "result differs from MPI_Reduce_local (n=%zu, shift=%zu)", n, shift);
         res = why;
-    } else if (memcmp(in_base, in_copy, bytes) != 0) {
+    } else if (!same(out, io_m, n, t)) {
+        snprintf(why, whylen, "three-operand result differs from MPI_Reduce_local (n=%zu, shift=%zu)", n, shift);
+        res = why;
+    } else if (memcmp(in_base, in_copy, bytes) != 0 || memcmp(right, right_copy, bytes) != 0) {
         snprintf(why, whylen, "input modified (n=%zu)", n);
         res = why;
-    } else if (memcmp(io_k + n * t->size, io_m + n * t->size, t->size) != 0) {
+    } else if (memcmp(io_k + n * t->size, io_m + n * t->size, t->size) != 0 ||
+               memcmp(out + n * t->size, io_m + n * t->size, t->size) != 0) {
         snprintf(why, whylen, "wrote past element n (n=%zu)", n);
         res = why;
     }
+    free(right);
+    free(right_copy);
+    free(out);
     free(in_base);
     free(in_copy);
     free(io_k);
@@ -199,7 +213,7 @@ static void check_pair(const struct type *t, int o)
 {
     static const size_t counts[] = {0, 1, 7, 1000, 4099};
     char why[160];
-    reduce_fn fn = reduce_kernel(t->dt, ops[o].op);
+    const reduce_kernels *fn = reduce_kernel(t->dt, ops[o].op);
     if (!allowed(t->kind, o)) {
         report(t->name, ops[o].name, fn ? "kernel returned for a pair MPI does not allow" : NULL);
         return;

@@ -212,7 +212,7 @@ int nbcc_calibrate(int argc, char **argv)
     enum { N = 1 << 20 };
     double *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
     for (int i = 0; i < N; i++) x[i] = i, y[i] = 1;
-    reduce_fn sum = reduce_kernel(MPI_DOUBLE, MPI_SUM);
+    reduce_fn sum = reduce_kernel(MPI_DOUBLE, MPI_SUM)->reduce;
     double best = 1e30;
     for (int r = 0; r < 10; r++) {
         double t = MPI_Wtime();
