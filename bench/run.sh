@@ -1,8 +1,9 @@
 #!/bin/sh
 # The whole benchmark, as `make bench` runs it: sh bench/run.sh BINDIR BUILD P
 # Writes into bench/results/: machine-pP.txt (what ran where), bench-pP.txt (the table),
-# bench-pP.csv, bench-pP.dat and bench-pP.png (the plot), overlap-pP.csv, kernels.txt and,
-# when valgrind is there, callgrind.txt. BENCH_ARGS adds options to bench (see bench/bench.c).
+# bench-pP.csv, bench-pP.dat and bench-pP.png (the plot), overlap-pP.csv, tuning-pP.rules and
+# bench-pP-tuned.{txt,csv} (nbc_auto with that tuning file), kernels.txt and, when valgrind is
+# there, callgrind.txt. BENCH_ARGS adds options to bench (see bench/bench.c).
 set -e
 BINDIR=${1:-bin}
 BUILD=${2:-build}
@@ -29,6 +30,15 @@ schedules="$schedules,allreduce_segmented_ring:segsize=262144,allreduce_segmente
 # shellcheck disable=SC2086
 mpiexec -n "$P" "$BUILD/bench/bench" --schedules "$schedules" --csv "$out/bench-p$P.csv" \
     --dat "$out/bench-p$P.dat" --overlap "$out/overlap-p$P.csv" $BENCH_ARGS | tee "$out/bench-p$P.txt"
+
+# The same with a tuning file that `nbcc tune` measures here first, as a user would: nbc_auto
+# then follows this machine's timings instead of Open MPI's decision tree. A run of its own, so
+# its ratios are to MPICH's times of that run.
+sizes=$(awk 'BEGIN { for (b = 8; b <= 67108864; b *= 2) printf "%s%d", (b > 8 ? "," : ""), b }')
+mpiexec -n "$P" "$BINDIR/nbcc" tune --sizes "$sizes" -o "$out/tuning-p$P.rules" 2> /dev/null
+# shellcheck disable=SC2086
+NBC_TUNING="$out/tuning-p$P.rules" mpiexec -n "$P" "$BUILD/bench/bench" --csv "$out/bench-p$P-tuned.csv" $BENCH_ARGS \
+    | tee "$out/bench-p$P-tuned.txt"
 echo "load average after: $(cut -d ' ' -f 1-3 /proc/loadavg)" >> "$out/machine-p$P.txt"
 
 if command -v gnuplot > /dev/null; then
