@@ -102,6 +102,23 @@ static int check_comm(MPI_Comm comm)
 static int check_datatype(MPI_Datatype dt, MPI_Aint *esize)
 {
     if (dt == MPI_DATATYPE_NULL) return nbc_fail(MPI_ERR_TYPE, "the datatype is MPI_DATATYPE_NULL");
+    /* The common predefined types are contiguous with C's sizes: no MPI query on the call path
+     * (a user's type could be freed and its handle reused, so only these are known). */
+    static const struct {
+        MPI_Datatype dt;
+        MPI_Aint size;
+    } known[] = {
+        {MPI_DOUBLE, sizeof(double)}, {MPI_FLOAT, sizeof(float)},   {MPI_INT, sizeof(int)},
+        {MPI_LONG, sizeof(long)},     {MPI_LONG_LONG, sizeof(long long)},
+        {MPI_UNSIGNED, sizeof(unsigned)}, {MPI_UNSIGNED_LONG, sizeof(unsigned long)},
+        {MPI_INT64_T, 8}, {MPI_UINT64_T, 8}, {MPI_INT32_T, 4}, {MPI_UINT32_T, 4},
+        {MPI_BYTE, 1},    {MPI_CHAR, 1},     {MPI_UNSIGNED_CHAR, 1},
+    };
+    for (size_t i = 0; i < sizeof known / sizeof *known; i++)
+        if (dt == known[i].dt) {
+            *esize = known[i].size;
+            return MPI_SUCCESS;
+        }
     MPI_Aint lb, extent;
     int size;
     if (MPI_Type_get_extent(dt, &lb, &extent) != MPI_SUCCESS || MPI_Type_size(dt, &size) != MPI_SUCCESS)

@@ -168,6 +168,26 @@ static void test_hits_and_misses(void)
     cache_destroy(c);
 }
 
+/* Lookups try the most recently used entry first: alternating keys must each find their own. */
+static void test_alternating(void)
+{
+    cache *c = cache_create(8, 1 << 20);
+    put(c, 1, 10);
+    put(c, 2, 20);
+    int ok = 1;
+    for (int i = 0; i < 6; i++) {
+        uint64_t want = 1 + (uint64_t)(i % 3 == 2); /* 1, 1, 2, 1, 1, 2: repeats and switches */
+        cache_key k = key_of(want);
+        cache_entry *e = cache_acquire(c, &k);
+        ok &= e && cache_entry_program(e)->bytes == P(want * 10);
+        if (e) cache_release(c, e);
+    }
+    cache_key k = key_of(3);
+    ok &= cache_acquire(c, &k) == NULL;
+    check(ok, "alternating and repeated lookups find their own entries", "wrong entry returned");
+    cache_destroy(c);
+}
+
 static void test_full_key(void)
 {
     cache *c = cache_create(64, 1 << 20);
@@ -433,6 +453,7 @@ static void test_many_entries(void)
 int main(void)
 {
     test_hits_and_misses();
+    test_alternating();
     test_full_key();
     test_lru_by_entries();
     test_lru_by_bytes();
