@@ -337,6 +337,12 @@ const sched_def *select_choose(const sched_lib *lib, const rule_table *t, select
                                nbc_collective c, compile_args *a, diag *why)
 {
     const sched_def *s = mode == SELECT_MODEL ? by_model(lib, m, c, a, why) : by_rules(lib, t, c, a, why);
-    if (why) diag_append(why, s ? "  chosen: %s\n" : "  no schedule is eligible%s\n", s ? s->name : "");
+    if (why && !s) diag_append(why, "  no schedule is eligible\n");
+    if (why && s) { /* as a rule or nbc_set_schedule would name it */
+        diag_append(why, "  chosen: %s", s->name);
+        for (int i = 0; i < a->nparams; i++)
+            diag_append(why, "%c%s=%lld", i ? ',' : ':', a->params[i].name, (long long)a->params[i].value);
+        diag_append(why, "\n");
+    }
     return s;
 }

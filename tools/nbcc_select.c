@@ -45,7 +45,8 @@ static const char *const usage_tune =
     "Times every eligible allreduce schedule (doubles, sum) at each message size under\n"
     "mpiexec, with a progress bar, and writes rules for this p that choose the fastest at each\n"
     "size: a tuning file for NBC_TUNING or nbc_load_tuning. Run it once per p, with --append\n"
-    "after the first, to cover several. Sizes default to 8 B .. 4 MiB by factors of 4.\n";
+    "after the first, to cover several. Sizes default to 8 B .. 4 MiB by factors of 4. A\n"
+    "schedule with a segsize parameter is also tried with 256 KiB and 1 MiB segments.\n";
 
 /* ---- explain ---- */
 
@@ -272,6 +273,26 @@ static double time_schedule(const char *name, double *in, double *out, int n, in
     return med;
 }
 
+/* What tune times: every allreduce schedule as it is, and one with a segment size also at
+ * 256 KiB and 1 MiB segments (the default suits the decision tree's mid sizes; large
+ * messages on one node want segments that fill the L2). Returns how many, at most max. */
+enum { MAX_CANDIDATES = 64 };
+static int tune_candidates(const sched_lib *lib, char names[][96], int max)
+{
+    static const long segs[] = {262144, 1048576};
+    int n = 0;
+    for (size_t i = 0; i < lib_count(lib); i++) {
+        const sched_def *s = lib_at(lib, i);
+        if (!s->collective || strcmp(s->collective, "allreduce")) continue;
+        if (n < max) snprintf(names[n++], 96, "%s", s->name);
+        for (const node *prm = s->params; prm; prm = prm->next)
+            if (!strcmp(prm->name, "segsize"))
+                for (size_t j = 0; j < sizeof segs / sizeof *segs && n < max; j++)
+                    snprintf(names[n++], 96, "%s:segsize=%ld", s->name, segs[j]);
+    }
+    return n;
+}
+
 int nbcc_tune(int argc, char **argv)
 {
     if (wants_help(argc, argv)) {
@@ -325,22 +346,19 @@ int nbcc_tune(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     for (long i = 0; i < maxn; i++) in[i] = (double)(i % 7), res[i] = 1;
-    int nsched = 0, done = 0, total;
-    for (size_t i = 0; i < lib_count(lib); i++) nsched += lib_at(lib, i)->collective && !strcmp(lib_at(lib, i)->collective, "allreduce");
-    total = nsched * nsizes;
+    static char names[MAX_CANDIDATES][96];
+    int nsched = tune_candidates(lib, names, MAX_CANDIDATES), done = 0, total = nsched * nsizes;
     for (int k = 0; k < nsizes; k++) {
         int n = (int)(sizes[k] / 8);
         winner[k] = NULL;
-        for (size_t i = 0; i < lib_count(lib); i++) {
-            const sched_def *s = lib_at(lib, i);
-            if (!s->collective || strcmp(s->collective, "allreduce")) continue;
-            double t = time_schedule(s->name, in, res, n, reps);
-            if (t >= 0 && (!winner[k] || t < best_t[k])) winner[k] = s->name, best_t[k] = t;
+        for (int i = 0; i < nsched; i++) {
+            double t = time_schedule(names[i], in, res, n, reps);
+            if (t >= 0 && (!winner[k] || t < best_t[k])) winner[k] = names[i], best_t[k] = t;
             if (rank == 0) { /* the progress bar */
                 done++;
                 int bar = 40 * done / total;
-                fprintf(stderr, "\r[%.*s%*s] %3d%%  %8ld B  %-30s", bar, "========================================", 40 - bar, "",
-                        100 * done / total, sizes[k], s->name);
+                fprintf(stderr, "\r[%.*s%*s] %3d%%  %8ld B  %-40s", bar, "========================================", 40 - bar, "",
+                        100 * done / total, sizes[k], names[i]);
                 fflush(stderr);
             }
         }
