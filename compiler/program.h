@@ -6,8 +6,9 @@
  * Buffers are named by slot plus byte offset, never by address, so one program serves every
  * call with the same key.
  *
- * Round semantics: when a round starts, its instructions run in order: COPY, REDUCE and COMBINE
- * execute at once, SEND and RECV are posted. The round ends when all its communication has completed.
+ * Round semantics: when a round starts, its instructions run in order: COPY, REDUCE and
+ * COMBINE execute at once, SEND and RECV are posted. The round ends when all its communication
+ * has completed.
  */
 #ifndef NBC_PROGRAM_H
 #define NBC_PROGRAM_H
@@ -33,7 +34,7 @@ typedef enum { SLOT_SEND, SLOT_RECV, SLOT_SCRATCH, SLOT_COUNT_ } nbc_slot;
 
 typedef struct {
     uint8_t op;       /* nbc_opcode */
-    uint8_t a_slot;   /* destination (COPY/REDUCE/RECV) or source (SEND) */
+    uint8_t a_slot;   /* destination (COPY/REDUCE/COMBINE/RECV) or source (SEND) */
     uint8_t b_slot;   /* source of COPY/REDUCE/COMBINE */
     uint8_t c_slot;   /* right operand of COMBINE */
     int32_t peer;     /* SEND/RECV only, else -1 */

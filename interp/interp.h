@@ -1,6 +1,6 @@
 /* The interpreter: runs one request's program without ever blocking. Each step posts the
- * current round (local COPY/REDUCE/COMBINE at once, SEND/RECV posted), tests its communication, and
- * moves on to the next round as soon as it has completed. */
+ * current round (local COPY/REDUCE/COMBINE at once, SEND/RECV posted), tests its
+ * communication, and moves on to the next round as soon as it has completed. */
 #ifndef NBC_INTERP_H
 #define NBC_INTERP_H
 

@@ -60,17 +60,18 @@ enum { SUM, PROD, MIN, MAX, LAND, LOR, LXOR, BAND, BOR, BXOR, NOPS };
     KERNEL(tag##_band, T, a & b)                                                               \
     KERNEL(tag##_bor, T, a | b)                                                                \
     KERNEL(tag##_bxor, T, a ^ b)                                                               \
-    static const reduce_kernels *const tag##_ops[NOPS] = {                                                 \
-        [SUM] = &tag##_sum_k,   [PROD] = &tag##_prod_k, [MIN] = &tag##_min_k,                   \
-        [MAX] = &tag##_max_k,   [LAND] = &tag##_land_k, [LOR] = &tag##_lor_k,                   \
-        [LXOR] = &tag##_lxor_k, [BAND] = &tag##_band_k, [BOR] = &tag##_bor_k,                   \
+    static const reduce_kernels *const tag##_ops[NOPS] = {                                     \
+        [SUM] = &tag##_sum_k,   [PROD] = &tag##_prod_k, [MIN] = &tag##_min_k,                  \
+        [MAX] = &tag##_max_k,   [LAND] = &tag##_land_k, [LOR] = &tag##_lor_k,                  \
+        [LXOR] = &tag##_lxor_k, [BAND] = &tag##_band_k, [BOR] = &tag##_bor_k,                  \
         [BXOR] = &tag##_bxor_k,                                                                \
     };
 
 #define FLOAT_KERNELS(tag, T)                                                                  \
     ARITH_KERNELS(tag, T, T)                                                                   \
-    static const reduce_kernels *const tag##_ops[NOPS] = {                                                 \
-        [SUM] = &tag##_sum_k, [PROD] = &tag##_prod_k, [MIN] = &tag##_min_k, [MAX] = &tag##_max_k, \
+    static const reduce_kernels *const tag##_ops[NOPS] = {                                     \
+        [SUM] = &tag##_sum_k, [PROD] = &tag##_prod_k,                                          \
+        [MIN] = &tag##_min_k, [MAX] = &tag##_max_k,                                            \
     };
 
 INT_KERNELS(schar, signed char, unsigned)

@@ -339,12 +339,12 @@ int nbcc_tune(int argc, char **argv)
     double best_t[64];
     long maxn = sizes[nsizes - 1] / 8 + 1;
     double *in = calloc((size_t)maxn, sizeof(double)), *res = calloc((size_t)maxn, sizeof(double));
-    /* Real data in real pages: pages calloc never wrote all map the kernel's one zero page,
-     * which reads from cache and made large inputs look several times cheaper than they are. */
     if (!in || !res) {
         fprintf(stderr, "nbcc tune: out of memory for two buffers of %ld bytes\n", maxn * 8);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
+    /* Real data in real pages: pages calloc never wrote all map the kernel's one zero page,
+     * which reads from cache and made large inputs look several times cheaper than they are. */
     for (long i = 0; i < maxn; i++) in[i] = (double)(i % 7), res[i] = 1;
     static char names[MAX_CANDIDATES][96];
     int nsched = tune_candidates(lib, names, MAX_CANDIDATES), done = 0, total = nsched * nsizes;
