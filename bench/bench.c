@@ -14,7 +14,7 @@
  * are interleaved, so that drift in the machine hits every variant alike. Rank 0 prints the
  * median, the quartiles and the ratios to both MPICH calls, and writes them to the CSV file;
  * --dat writes the medians one size a line, for gnuplot. --load loads more schedules (to measure
- * candidates such as bench/schedules/); --spin and --spin-variant: see finish().
+ * a schedule file of one's own, forced with --schedules); --spin and --spin-variant: see finish().
  *
  * Overlap, as the OSU micro-benchmarks define it: pure = the collective alone; compute = the
  * same length of computation alone (chunks of a few microseconds); overall = start the
