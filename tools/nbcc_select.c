@@ -249,27 +249,44 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Median time of reps allreduces of n doubles with the schedule forced (everyone agrees:
- * rank 0's median is broadcast). Negative when the schedule refuses the call. */
+/* One allreduce of n doubles with whatever schedule is forced; 0 when it is refused. */
+static int one_call(double *in, double *out, int n)
+{
+    nbc_request q;
+    return nbc_iallreduce(in, out, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q) == MPI_SUCCESS && nbc_wait(&q) == MPI_SUCCESS;
+}
+
+/* Time per call of allreduces of n doubles with the schedule forced, measured as bench/ does:
+ * the median of reps batches, each a barrier and then back-to-back calls filling about 1 ms (at
+ * least one), timed on the slowest rank. Every rank gets the same answer; negative when the
+ * schedule refuses the call. */
 static double time_schedule(const char *name, double *in, double *out, int n, int reps)
 {
     if (nbc_set_schedule("allreduce", name) != MPI_SUCCESS) return -1;
+    int ok = one_call(in, out, n); /* compiles the program and fills the cache */
+    double once = MPI_Wtime();
+    ok = ok && one_call(in, out, n);
+    once = MPI_Wtime() - once;
     double *t = malloc(sizeof(double) * (size_t)reps);
-    int ok = 1;
-    for (int r = -2; r < reps && ok; r++) { /* two warm-up calls compile and fill the cache */
-        nbc_request q;
+    ok = ok && t; /* every rank goes on, or none does */
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &once, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (!ok) {
+        free(t);
+        return -1;
+    }
+    int iters = once >= 1e-3 ? 1 : once > 1e-8 ? (int)(1e-3 / once) : 100000;
+    for (int r = 0; r < reps; r++) {
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
-        ok = nbc_iallreduce(in, out, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q) == MPI_SUCCESS && nbc_wait(&q) == MPI_SUCCESS;
-        if (r >= 0) t[r] = MPI_Wtime() - t0;
+        for (int i = 0; i < iters; i++) ok &= one_call(in, out, n);
+        t[r] = (MPI_Wtime() - t0) / iters;
     }
-    double med = -1;
-    if (ok) {
-        qsort(t, (size_t)reps, sizeof *t, cmp_double);
-        med = t[reps / 2];
-    }
+    MPI_Allreduce(MPI_IN_PLACE, t, reps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    qsort(t, (size_t)reps, sizeof *t, cmp_double);
+    double med = ok ? t[reps / 2] : -1;
     free(t);
-    MPI_Bcast(&med, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     return med;
 }
 
@@ -370,7 +387,8 @@ int nbcc_tune(int argc, char **argv)
         if (!f) {
             fprintf(stderr, "nbcc tune: cannot write %s\n", out ? out : "-");
         } else {
-            fprintf(f, "# nbcc tune, p = %d, doubles, sum, median of %d runs per schedule and size\n", p, reps);
+            fprintf(f, "# nbcc tune, p = %d, doubles, sum, median of %d batches of about 1 ms per schedule and size\n", p,
+                    reps);
             for (int k = 0; k < nsizes; k++) { /* sizes between two measured ones go to the nearer */
                 if (!winner[k]) continue;
                 long lo = k == 0 ? 0 : (sizes[k - 1] + sizes[k]) / 2;
