@@ -28,6 +28,8 @@ static const struct { int coll; const char *name; int needs; } schedules[] = {
     {ALLREDUCE, "allreduce_ring", COMM | COUNT_GE_P},
     {ALLREDUCE, "allreduce_segmented_ring", COMM | COUNT_GE_P},
     {ALLREDUCE, "allreduce_rabenseifner", COMM | COUNT_GE_POF2},
+    {ALLREDUCE, "allreduce_rabenseifner:segsize=64", COMM | COUNT_GE_POF2}, /* pipelined halving */
+    {ALLREDUCE, "allreduce_segmented_ring:segsize=64", COMM | COUNT_GE_P},
     {ALLREDUCE, "allreduce_binary_blocks", COMM | COUNT_GE_POF2},
     {ALLREDUCE, "allreduce_gloo_ring", COMM},
     {ALLREDUCE, "allreduce_gloo_ring_chunked", COMM},

@@ -42,6 +42,10 @@ done
 check "multi-buffer schedules verify with 1..4 buffers" $? "$(head -n 20 "$tmp/out")"
 "$nbcc" verify allreduce_segmented_ring --p 2..9 --counts p,1001 --param segsize=8 > "$tmp/out" 2>&1
 check "verify --param: the segmented ring with 8-byte segments" $? "$(head -n 20 "$tmp/out")"
+for mode in "" --inplace; do
+    "$nbcc" verify allreduce_rabenseifner --p 1..33 --counts p,p+1,1001 --param segsize=24 $mode > "$tmp/out" 2>&1
+    check "Rabenseifner with halving steps in 24-byte segments verifies for p = 1..33${mode:+, $mode}" $? "$(head -n 20 "$tmp/out")"
+done
 
 # ---- the seeded faults: each caught, with its message, at its line and column ----
 for f in tests/faults/*.nbs; do
