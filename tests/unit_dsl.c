@@ -230,6 +230,19 @@ static void program_shapes(void)
 }
 
 /* The language features that the built-in schedules do not all use. */
+/* Compiles schedule `name` from a source text of its own (d holds the diagnostics; the caller
+ * frees it and the program). Returns 0 or the error code. */
+static int compile_text(const char *file, const char *text, const char *name, const compile_args *a,
+                        nbc_program **prog, diag *d)
+{
+    sched_lib *lib = lib_create();
+    diag_init(d);
+    int rc = lib_add_source(lib, file, text, strlen(text), d);
+    if (rc == 0) rc = compile_program(lib, lib_find(lib, name), a, prog, d);
+    lib_destroy(lib);
+    return rc;
+}
+
 static void features(void)
 {
     const char *text =
@@ -252,15 +265,10 @@ static void features(void)
         "        recv recvbuf from (rank - dist) % p;\n"
         "    }\n"
         "}\n";
-    sched_lib *lib = lib_create();
     diag d;
-    diag_init(&d);
-    int rc = lib_add_source(lib, "features.nbs", text, strlen(text), &d);
     nbc_program *prog = NULL;
-    if (rc == 0) {
-        compile_args a = {.p = 4, .rank = 1, .count = 10, .esize = 8, .commutative = 1};
-        rc = compile_program(lib, lib_find(lib, "shift"), &a, &prog, &d);
-    }
+    compile_args a = {.p = 4, .rank = 1, .count = 10, .esize = 8, .commutative = 1};
+    int rc = compile_text("features.nbs", text, "shift", &a, &prog, &d);
     const nbc_insn *in = prog ? prog_insns(prog) : NULL;
     result(rc == 0 && prog && prog->ninsns == 3 && in[1].op == OP_SEND && in[1].peer == 2 && in[1].len == 40 &&
                in[2].op == OP_RECV && in[2].peer == 0 && prog->nrounds == 1,
@@ -268,7 +276,6 @@ static void features(void)
            "rc %d, %s", rc, d.text ? d.text : "wrong program");
     free(prog);
     diag_free(&d);
-    lib_destroy(lib);
 }
 
 /* A copy followed in the same round by a reduction of exactly the bytes it wrote becomes one
@@ -291,15 +298,10 @@ static void fusion(void)
         "    round { copy sendbuf[0 : 1] to inc[0 : 1]; send recvbuf to 0; }\n"
         "    round { reduce inc[0 : 1] += recvbuf[0 : 1]; send recvbuf to 0; }\n" /* another round */
         "}\n";
-    sched_lib *lib = lib_create();
     diag d;
-    diag_init(&d);
-    int rc = lib_add_source(lib, "fusion.nbs", text, strlen(text), &d);
     nbc_program *prog = NULL;
-    if (rc == 0) {
-        compile_args a = {.p = 1, .rank = 0, .count = 10, .esize = 8, .commutative = 1};
-        rc = compile_program(lib, lib_find(lib, "f"), &a, &prog, &d);
-    }
+    compile_args a = {.p = 1, .rank = 0, .count = 10, .esize = 8, .commutative = 1};
+    int rc = compile_text("fusion.nbs", text, "f", &a, &prog, &d);
     char ops[64] = "";
     for (uint32_t i = 0; prog && i < prog->ninsns && i < 16; i++)
         strcat(ops, (const char *[]){"S", "R", "C", "D", "X"}[prog_insns(prog)[i].op]);
@@ -311,7 +313,6 @@ static void fusion(void)
            "rc %d, %s", rc, d.text ? d.text : ops);
     free(prog);
     diag_free(&d);
-    lib_destroy(lib);
 }
 
 /* Nothing crashes or leaks (the sanitizer build checks the leaks), whatever the input. */
