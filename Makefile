@@ -1,11 +1,18 @@
 # nbc: non-blocking collectives from schedules. `make` builds everything; `make demo` runs the
 # example under mpiexec; `make test` runs every test; `make install PREFIX=...` installs.
 
-PACKAGES := mpich libmpich-dev flex bison libxxhash-dev libxml2-utils
+# The MPI is named, never taken from Debian's alternatives (installing Open MPI or python3-torch
+# switches plain mpicc to Open MPI): MPI=mpich (the default) or MPI=openmpi.
+MPI      ?= mpich
+MPI_PACKAGES_mpich   := mpich libmpich-dev
+MPI_PACKAGES_openmpi := openmpi-bin libopenmpi-dev
+PACKAGES := $(MPI_PACKAGES_$(MPI)) flex bison libxxhash-dev libxml2-utils
 PREFIX   ?= /usr/local
 BUILD    ?= build
 BINDIR   ?= bin
-CC       := mpicc
+CC       := mpicc.$(MPI)
+MPIEXEC  := mpiexec.$(MPI)
+export MPIEXEC
 CFLAGS   ?= -O2 -g
 CPPFLAGS := -D_GNU_SOURCE -Iruntime -I$(BUILD)/gen -Idsl
 WARN     := -Wall -Wextra -Werror
@@ -96,7 +103,7 @@ $(BUILD)/tests/%: tests/%.c $(STATIC)
 	$(CC) $(ALLFLAGS) $< $(STATIC) $(LDLIBS) -o $@
 
 demo: all
-	mpiexec -n 4 bin/overlap
+	$(MPIEXEC) -n 4 $(BINDIR)/overlap
 
 # The whole suite, then again built with AddressSanitizer and UBSan.
 SANITIZE := build/sanitize

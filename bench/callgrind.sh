@@ -2,11 +2,12 @@
 # Instructions per 8-byte allreduce at p = 2 on a warm cache (bench/cgcall.c under callgrind),
 # split into the library's own code (runtime/, interp/, compiler/, dsl/ and the xxHash it calls)
 # and the MPI, UCX and libc code it calls. Usage: sh bench/callgrind.sh BUILD [CALLS]
+: "${MPIEXEC:=mpiexec.mpich}"  # the MPI is named: plain mpiexec may be another one
 BUILD=${1:-build}
 calls=${2:-1000}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-mpiexec -n 2 valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.%q{PMI_RANK}" --collect-atstart=no \
+$MPIEXEC -n 2 valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.%q{PMI_RANK}" --collect-atstart=no \
     --toggle-collect=cg_start --toggle-collect=cg_finish "$BUILD/bench/cgcall" "$calls" > "$tmp/log" 2>&1 \
     || { cat "$tmp/log"; exit 1; }
 echo "# callgrind: instructions per call of nbc_iallreduce + nbc_wait (one double, MPI_SUM, p = 2), mean of $calls"

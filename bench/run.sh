@@ -4,6 +4,7 @@
 # bench-pP.csv, bench-pP.dat and bench-pP.png (the plot), overlap-pP.csv, tuning-pP.rules and
 # bench-pP-tuned.{txt,csv} (nbc_auto with that tuning file), kernels.txt and, when valgrind is
 # there, callgrind.txt. BENCH_ARGS adds options to bench (see bench/bench.c).
+: "${MPIEXEC:=mpiexec.mpich}"  # the MPI is named: plain mpiexec may be another one
 set -e
 BINDIR=${1:-bin}
 BUILD=${2:-build}
@@ -20,7 +21,7 @@ schedules="$schedules,allreduce_segmented_ring:segsize=262144,allreduce_segmente
     echo "cpu: $(lscpu | sed -n 's/^Model name:[[:space:]]*//p'), $(nproc) cores"
     echo "memory: $(free -g | awk '/^Mem:/ { print $2 " GiB" }')"
     echo "mpi: MPICH $(mpichversion | sed -n 's/^MPICH Version:[[:space:]]*//p'), device $(mpichversion | sed -n 's/^MPICH Device:[[:space:]]*//p')"
-    echo "compiler: $(mpicc --version | head -n 1)"
+    echo "compiler: $(${MPICC:-mpicc.mpich} --version | head -n 1)"
     echo "processes: $P"
     echo "load average before: $(cut -d ' ' -f 1-3 /proc/loadavg)"
 } > "$out/machine-p$P.txt"
@@ -28,16 +29,16 @@ schedules="$schedules,allreduce_segmented_ring:segsize=262144,allreduce_segmente
     | tee -a "$out/machine-p$P.txt"
 
 # shellcheck disable=SC2086
-mpiexec -n "$P" "$BUILD/bench/bench" --schedules "$schedules" --csv "$out/bench-p$P.csv" \
+$MPIEXEC -n "$P" "$BUILD/bench/bench" --schedules "$schedules" --csv "$out/bench-p$P.csv" \
     --dat "$out/bench-p$P.dat" --overlap "$out/overlap-p$P.csv" $BENCH_ARGS | tee "$out/bench-p$P.txt"
 
 # The same with a tuning file that `nbcc tune` measures here first, as a user would: nbc_auto
 # then follows this machine's timings instead of Open MPI's decision tree. A run of its own, so
 # its ratios are to MPICH's times of that run.
 sizes=$(awk 'BEGIN { for (b = 8; b <= 67108864; b *= 2) printf "%s%d", (b > 8 ? "," : ""), b }')
-mpiexec -n "$P" "$BINDIR/nbcc" tune --sizes "$sizes" -o "$out/tuning-p$P.rules" 2> /dev/null
+$MPIEXEC -n "$P" "$BINDIR/nbcc" tune --sizes "$sizes" -o "$out/tuning-p$P.rules" 2> /dev/null
 # shellcheck disable=SC2086
-NBC_TUNING="$out/tuning-p$P.rules" mpiexec -n "$P" "$BUILD/bench/bench" --csv "$out/bench-p$P-tuned.csv" $BENCH_ARGS \
+NBC_TUNING="$out/tuning-p$P.rules" $MPIEXEC -n "$P" "$BUILD/bench/bench" --csv "$out/bench-p$P-tuned.csv" $BENCH_ARGS \
     | tee "$out/bench-p$P-tuned.txt"
 echo "load average after: $(cut -d ' ' -f 1-3 /proc/loadavg)" >> "$out/machine-p$P.txt"
 

@@ -2,6 +2,7 @@
 # The benchmark runs and writes well-formed files: a tiny run (8 B .. 64 KiB, 3 batches, p = 2).
 # Speed is not checked here, only shape. Prints "ok bench ..." / "FAIL bench ...: why" lines;
 # exits 0 when all passed. Usage, from the repository's top: sh tests/bench.sh BINDIR BUILD
+: "${MPIEXEC:=mpiexec.mpich}"  # the MPI is named: plain mpiexec may be another one
 BINDIR=${1:-bin}
 BUILD=${2:-build}
 tmp=$(mktemp -d)
@@ -21,10 +22,10 @@ if [ ! -x "$BUILD/bench/bench" ]; then
     check "builds" $? "$(tail -n 5 "$tmp/make")"
 fi
 
-timeout 60 mpiexec -n 2 "$BUILD/bench/bench" --min 8 --max 64K --reps 3 --batch 0.0002 \
+timeout 60 $MPIEXEC -n 2 "$BUILD/bench/bench" --min 8 --max 64K --reps 3 --batch 0.0002 \
     --schedules recursive_doubling,ring,segmented_ring:segsize=4096 --csv "$tmp/b.csv" --dat "$tmp/b.dat" \
     --overlap "$tmp/o.csv" --overlap-sizes 8,65536 > "$tmp/out" 2>&1
-check "runs (mpiexec -n 2, 8 B .. 64 KiB)" $? "$(tail -n 5 "$tmp/out")"
+check "runs ($MPIEXEC -n 2, 8 B .. 64 KiB)" $? "$(tail -n 5 "$tmp/out")"
 
 header="p,bytes,variant,median_us,p25_us,p75_us,min_us,max_us,reps,iters,ratio_iallreduce,ratio_allreduce,MBps,correct"
 [ "$(head -n 1 "$tmp/b.csv" 2> /dev/null)" = "$header" ]

@@ -4,6 +4,7 @@
 # The suite runs on the normal build, then, when SANITIZE_BUILD names a build made with
 # AddressSanitizer and UBSan, again there (names tagged [asan], fewer process counts).
 # Environment: BUILD and BINDIR (where `make` put things), SANITIZE_BUILD.
+: "${MPIEXEC:=mpiexec.mpich}"  # the MPI is named: plain mpiexec may be another one
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 passed=0
@@ -41,7 +42,7 @@ TAG=${3:+$3 }
 suite "unit_dsl" "$BUILD/tests/unit_dsl" tests/dsl/broken.txt
 suite "unit_select" "$BUILD/tests/unit_select"
 suite "unit_cache" "$BUILD/tests/unit_cache"
-ASAN_OPTIONS=detect_leaks=0 suite "unit_reduce" mpiexec -n 1 "$BUILD/tests/unit_reduce"
+ASAN_OPTIONS=detect_leaks=0 suite "unit_reduce" $MPIEXEC -n 1 "$BUILD/tests/unit_reduce"
 
 if true; then
     # golden dumps: the compiled programs reviewed once, kept byte for byte
@@ -69,8 +70,8 @@ if true; then
     diff -u docs/algorithms.md "$tmp/alg.md" > "$tmp/diff"
     check "docs/algorithms.md matches the compiled programs (make docs)" $? "$(head -n 20 "$tmp/diff")"
     if [ -z "$TAG" ]; then # tuning under mpiexec, then explain must follow the file (plain build only)
-        mpiexec -n 2 "$BINDIR/nbcc" tune --sizes 8,65536 --reps 3 -o "$tmp/tuned.rules" 2> /dev/null &&
-            mpiexec -n 4 "$BINDIR/nbcc" tune --sizes 8,65536 --reps 3 --append -o "$tmp/tuned.rules" 2> /dev/null
+        $MPIEXEC -n 2 "$BINDIR/nbcc" tune --sizes 8,65536 --reps 3 -o "$tmp/tuned.rules" 2> /dev/null &&
+            $MPIEXEC -n 4 "$BINDIR/nbcc" tune --sizes 8,65536 --reps 3 --append -o "$tmp/tuned.rules" 2> /dev/null
         check "nbcc tune writes a tuning file for p = 2 and 4" $? "$(cat "$tmp/tuned.rules" 2>&1)"
         for p in 2 4; do
             for bytes in 8 65536; do
@@ -95,19 +96,19 @@ fi
 # nbcc verify/simulate/draw, and the seeded faults they must catch
 [ -f tests/verify.sh ] && suite "verify" sh tests/verify.sh "$BINDIR"
 
-ASAN_OPTIONS=detect_leaks=0 suite "mpi_badargs" mpiexec -n 2 "$BUILD/tests/mpi_badargs"
+ASAN_OPTIONS=detect_leaks=0 suite "mpi_badargs" $MPIEXEC -n 2 "$BUILD/tests/mpi_badargs"
 for p in $4; do
-    ASAN_OPTIONS=detect_leaks=0 suite "mpi_allreduce p=$p" mpiexec -n "$p" "$BUILD/tests/mpi_allreduce"
+    ASAN_OPTIONS=detect_leaks=0 suite "mpi_allreduce p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_allreduce"
 done
 for p in 1 2 3 5; do
-    ASAN_OPTIONS=detect_leaks=0 suite "mpi_runtime p=$p" mpiexec -n "$p" "$BUILD/tests/mpi_runtime"
+    ASAN_OPTIONS=detect_leaks=0 suite "mpi_runtime p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_runtime"
 done
 for p in $5; do
-    ASAN_OPTIONS=detect_leaks=0 suite "mpi_collectives p=$p" mpiexec -n "$p" "$BUILD/tests/mpi_collectives"
+    ASAN_OPTIONS=detect_leaks=0 suite "mpi_collectives p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_collectives"
 done
 # the README's tutorial, as written there
 NBC_SCHEDULE_PATH=examples NBC_ALLREDUCE=star ASAN_OPTIONS=detect_leaks=0 timeout 300 \
-    mpiexec -n 4 "$BINDIR/overlap" > "$tmp/out" 2>&1
+    $MPIEXEC -n 4 "$BINDIR/overlap" > "$tmp/out" 2>&1
 grep -q "^summary: 4 ranks.* all verified OK" "$tmp/out"
 check "README tutorial: overlap with the star schedule from NBC_SCHEDULE_PATH" $? "$(tail -n 5 "$tmp/out")"
 }
