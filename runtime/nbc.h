@@ -58,6 +58,45 @@ int nbc_iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
 int nbc_iallreduce_multi(void *bufs[], int nbufs, int count, MPI_Datatype datatype, MPI_Op op,
                          MPI_Comm comm, nbc_request *request);
 
+/* ---- persistent collectives (MPI-4's MPI_Allreduce_init .. MPI_Start shape) ----
+ *
+ * An _init call is collective and must be made in the same order on every rank, like MPI's; it
+ * chooses and compiles the schedule once. The request starts inactive: nbc_start (or
+ * nbc_startall) runs it, nbc_test / nbc_wait / nbc_waitall complete it and leave it inactive
+ * (not NBC_REQUEST_NULL) for the next start; nbc_request_free releases it (an active request is
+ * released once it completes). Testing or waiting on an inactive request completes at once.
+ * Buffers must stay where they are for the request's whole life. A start allocates nothing.
+ *
+ * Info keys (info may be MPI_INFO_NULL):
+ *   nbc_start_order = same | any   "any": the request may be started in a different order on
+ *                    every rank, relative to other collectives on the communicator; each start
+ *                    still reduces exactly the matching data. Default "same" (MPI's rule).
+ *   nbc_priority    = integer      higher runs first; lower-priority requests stop issuing new
+ *                    rounds while a higher-priority one is moving (default 0).
+ *   nbc_name        = text         names the request in stall reports and traces. */
+int nbc_allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                       MPI_Comm comm, MPI_Info info, nbc_request *request);
+int nbc_reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+                    MPI_Comm comm, MPI_Info info, nbc_request *request);
+int nbc_bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info,
+                   nbc_request *request);
+int nbc_barrier_init(MPI_Comm comm, MPI_Info info, nbc_request *request);
+int nbc_reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
+                                  MPI_Op op, MPI_Comm comm, MPI_Info info, nbc_request *request);
+int nbc_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                       MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, nbc_request *request);
+int nbc_allreduce_multi_init(void *bufs[], int nbufs, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                             MPI_Info info, nbc_request *request);
+int nbc_start(nbc_request *request);
+int nbc_startall(int count, nbc_request requests[]);
+int nbc_request_free(nbc_request *request);
+/* Changes a persistent request's priority; it takes effect at its next start. */
+int nbc_set_priority(nbc_request request, int priority);
+
+/* A thread that drives every request, so the application need not call nbc_test (on: 1, off:
+ * 0). Needs MPI_THREAD_MULTIPLE. NBC_PROGRESS_THREAD=1 starts it at nbc_init. */
+int nbc_progress_thread(int on);
+
 /* Advance every active request as far as it can go without blocking. Returns the number of
  * requests that completed in this call (>= 0) or, should MPI fail, an MPI error code < 0. */
 int nbc_progress(void);
