@@ -57,11 +57,12 @@ static void abandon(interp_state *st, int rc)
     st->round = st->prog->nrounds;
 }
 
-int interp_step(interp_state *st)
+int interp_step(interp_state *st, int may_issue)
 {
     int moved = 0;
     while (st->round < st->prog->nrounds) {
         if (!st->posted) {
+            if (!may_issue) return moved ? INTERP_MOVED : INTERP_WAITING;
             int rc = issue_round(st);
             st->posted = 1;
             moved = 1;

@@ -28,7 +28,8 @@ enum { INTERP_WAITING, INTERP_MOVED, INTERP_DONE };
 
 /* Advances as far as possible. INTERP_DONE when finished (successfully or not: see err),
  * INTERP_MOVED when it got further but waits on communication, INTERP_WAITING when nothing
- * could be done. */
-int interp_step(interp_state *st);
+ * could be done. Without may_issue it only completes the round in flight and issues no new
+ * one (a request of higher priority is moving). */
+int interp_step(interp_state *st, int may_issue);
 
 #endif

@@ -2,10 +2,14 @@
  * messages never match the application's. The duplication is itself non-blocking
  * (MPI_Comm_idup): the first collectives on a communicator wait in the active list until it
  * completes, so no call of the library ever blocks, whatever order ranks touch their
- * communicators in. The state hangs on the user's communicator as an attribute and goes away
- * with it. Each collective takes the next sequence number, and its
- * messages use a tag derived from it, so many collectives can be in flight on one
- * communicator. */
+ * communicators in. The state hangs on the user's communicator as an attribute. Each
+ * collective takes the next sequence number, and its messages use a tag derived from it, so
+ * many collectives can be in flight on one communicator. Any-order requests get a second
+ * duplicate at the first of them, where each request's tag is its identity.
+ *
+ * MPI lets an application free a communicator while collectives on it are still in flight
+ * (they complete normally): the state counts the requests using it and outlives the
+ * communicator until the last of them is released. */
 #include <stdlib.h>
 
 #include "internal.h"
@@ -22,16 +26,33 @@ static void unlink_state(comm_state *cs)
     if (cs->next) cs->next->prev = cs->prev;
 }
 
+static void destroy_state(comm_state *cs)
+{
+    unlink_state(cs);
+    /* a duplication still pending is completed: the other ranks started it too */
+    if (cs->pending != MPI_REQUEST_NULL) MPI_Wait(&cs->pending, MPI_STATUS_IGNORE);
+    if (cs->any_pending != MPI_REQUEST_NULL) MPI_Wait(&cs->any_pending, MPI_STATUS_IGNORE);
+    MPI_Comm_free(&cs->dup);
+    if (cs->any != MPI_COMM_NULL) MPI_Comm_free(&cs->any);
+    free(cs);
+}
+
+/* The application freed its communicator (or MPI_Finalize or nbc_finalize let it go). */
 static int delete_state(MPI_Comm comm, int key, void *attr, void *extra)
 {
     (void)comm, (void)key, (void)extra;
     comm_state *cs = attr;
     if (cs == last_state) last_comm = MPI_COMM_NULL, last_state = NULL;
-    unlink_state(cs);
-    if (cs->pending != MPI_REQUEST_NULL) MPI_Wait(&cs->pending, MPI_STATUS_IGNORE); /* at shutdown only */
-    MPI_Comm_free(&cs->dup);
-    free(cs);
+    cs->user = MPI_COMM_NULL;
+    if (cs->refs == 0) destroy_state(cs);
     return MPI_SUCCESS;
+}
+
+void comm_hold(comm_state *cs) { cs->refs++; }
+
+void comm_drop(comm_state *cs)
+{
+    if (--cs->refs == 0 && cs->user == MPI_COMM_NULL) destroy_state(cs);
 }
 
 int comm_init(void)
@@ -39,11 +60,14 @@ int comm_init(void)
     return MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &keyval, NULL);
 }
 
+/* Every request is released or orphaned by now (refs are 0). */
 void comm_finalize(void)
 {
     while (all) {
         comm_state *cs = all;
-        if (MPI_Comm_delete_attr(cs->user, keyval) != MPI_SUCCESS) delete_state(cs->user, keyval, cs, NULL);
+        cs->refs = 0;
+        if (cs->user == MPI_COMM_NULL || MPI_Comm_delete_attr(cs->user, keyval) != MPI_SUCCESS)
+            destroy_state(cs);
     }
     if (keyval != MPI_KEYVAL_INVALID) MPI_Comm_free_keyval(&keyval);
 }
@@ -71,6 +95,8 @@ int comm_state_of(MPI_Comm comm, comm_state **out)
     comm_state *cs = calloc(1, sizeof *cs);
     if (!cs) return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
     cs->user = comm;
+    cs->any = MPI_COMM_NULL;
+    cs->any_pending = MPI_REQUEST_NULL;
     rc = MPI_Comm_idup(comm, &cs->dup, &cs->pending);
     if (rc != MPI_SUCCESS) {
         free(cs);
@@ -97,11 +123,25 @@ int comm_state_of(MPI_Comm comm, comm_state **out)
 
 int comm_next_tag(comm_state *cs) { return (int)(cs->seq++ % cs->tag_space); }
 
-int comm_ready(comm_state *cs)
+/* Any-order requests are made by _init calls, which every rank makes in the same order, so
+ * the duplication is started at the same point everywhere, like the first. */
+int comm_want_any(comm_state *cs)
 {
-    if (cs->pending == MPI_REQUEST_NULL) return 1;
+    if (cs->any != MPI_COMM_NULL || cs->any_pending != MPI_REQUEST_NULL) return MPI_SUCCESS;
+    int rc = MPI_Comm_idup(cs->user, &cs->any, &cs->any_pending);
+    return rc == MPI_SUCCESS ? MPI_SUCCESS : nbc_fail(rc, "MPI_Comm_idup failed");
+}
+
+static int dup_ready(MPI_Comm dup, MPI_Request *pending)
+{
+    if (*pending == MPI_REQUEST_NULL) return 1;
     int done = 0;
-    MPI_Test(&cs->pending, &done, MPI_STATUS_IGNORE);
-    if (done) MPI_Comm_set_errhandler(cs->dup, MPI_ERRORS_RETURN);
+    MPI_Test(pending, &done, MPI_STATUS_IGNORE);
+    if (done) MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
     return done;
+}
+
+int comm_ready(comm_state *cs, int any)
+{
+    return any ? dup_ready(cs->any, &cs->any_pending) : dup_ready(cs->dup, &cs->pending);
 }

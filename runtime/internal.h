@@ -3,6 +3,7 @@
 #define NBC_INTERNAL_H
 
 #include <mpi.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,11 +20,16 @@ void nbc_clear_error(void);
 /* ---- communicators (comm.c) ---- */
 typedef struct comm_state comm_state;
 struct comm_state {
-    MPI_Comm user, dup;   /* the application's communicator and our private duplicate */
-    MPI_Request pending;  /* the duplication, until it completes; then MPI_REQUEST_NULL */
+    MPI_Comm user;        /* the application's communicator; MPI_COMM_NULL once it freed it */
+    MPI_Comm dup;         /* our duplicate for collectives started in the same order everywhere */
+    MPI_Comm any;         /* a second one for any-order requests (made at the first), or NULL */
+    MPI_Request pending, any_pending; /* the duplications, until they complete */
     int rank, size;
     uint64_t seq;         /* collectives started on it so far */
     uint64_t tag_space;   /* tags are seq modulo this */
+    uint32_t any_ids;     /* any-order requests made on it so far: the next one's tag */
+    int refs;             /* requests that use it: it outlives MPI_Comm_free until they end */
+    struct nbc_req *persistent; /* its persistent requests, by id, for stall reports */
     comm_state *prev, *next;
 };
 int comm_init(void);
@@ -31,10 +37,26 @@ void comm_finalize(void);
 int comm_state_of(MPI_Comm comm, comm_state **out);  /* creates it on first use */
 comm_state *comm_state_find(MPI_Comm comm);          /* NULL when there is none yet */
 int comm_next_tag(comm_state *cs);
-/* Whether the private duplicate can be used yet (it tests the pending duplication). */
-int comm_ready(comm_state *cs);
+int comm_want_any(comm_state *cs);                   /* starts the any-order duplicate */
+/* Whether the private duplicate (any: the any-order one) can be used yet (it tests the
+ * pending duplication). */
+int comm_ready(comm_state *cs, int any);
+void comm_hold(comm_state *cs);
+void comm_drop(comm_state *cs); /* frees it when the application freed its communicator */
+
+/* Calls the library from inside a public call (the lock held): initializes on first use. */
+int nbc_ensure_init(void);
 
 /* ---- requests (request.c) ---- */
+/* What every rank must agree on for a collective (NBC_CHECK compares it across ranks). */
+typedef struct {
+    int coll, root;
+    int64_t count, esize;
+    MPI_Op op;
+} call_signature;
+
+enum { REQ_INACTIVE, REQ_ACTIVE, REQ_DONE }; /* DONE: completed, not yet reported */
+
 struct nbc_req {
     interp_state st;
     cache_entry *entry;     /* the program, held while the request lives */
@@ -44,14 +66,55 @@ struct nbc_req {
     MPI_Request *reqs;
     MPI_Status *statuses;
     int reqs_cap;
-    int done;
-    struct nbc_req *prev, *next; /* in the active list, or the free pool */
+    int state;              /* REQ_* */
+    int persistent;         /* made by an _init call: survives completion */
+    int any_order;          /* tagged by its identity on cs->any, not by a sequence number */
+    int orphan;             /* held by the application across nbc_finalize: only reported or freed */
+    int free_when_done;     /* released as soon as it completes (abandoned at shutdown) */
+    int priority, next_priority;
+    uint32_t id;            /* any-order: its tag; persistent: its index among cs's requests */
+    uint64_t starts;        /* how often it was started */
+    long last_moved_ns;     /* when it last got further (priorities), or was started */
+    long started_ns;        /* when this start began (stall reports) */
+    char name[48];          /* nbc_name, or "" */
+    call_signature sig;
+    struct nbc_check *check; /* NBC_CHECK: the agreement before the program, or NULL */
+    char error[256];        /* why it failed, when it did */
+    struct nbc_req *prev, *next;       /* in the active list (by priority), or the pool */
+    struct nbc_req *live_prev, *live_next; /* every request the application holds */
+    struct nbc_req *cs_next;           /* in cs->persistent */
 };
 struct nbc_req *req_get(size_t scratch, int nreqs);
 void req_release(struct nbc_req *r);   /* back to the pool, its program released */
 void req_start(struct nbc_req *r);     /* first step, then into the active list */
 int req_progress_all(int *moved);      /* completed count, or < 0 for an MPI error */
-void req_finalize(void);
+int req_active_count(void);
+void req_finalize(void);               /* requests still held become orphans: see nbc.c */
+/* Fails the request (err, with a message of its own) without issuing more. */
+void req_fail(struct nbc_req *r, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- agreement of ranks on each collective (check.c, NBC_CHECK=1) ---- */
+int check_enabled(void);
+void check_begin(struct nbc_req *r); /* out of memory: the request fails */
+/* Advances the agreement: 1 when it is over (r->st.err says whether it failed), else 0. */
+int check_step(struct nbc_req *r);
+void check_free(struct nbc_req *r);
+
+/* ---- threads (thread.c) ---- */
+void thread_init(void);            /* learns the thread level: call from nbc_init */
+int thread_enter(void);            /* every public call: MPI_SUCCESS or a refusal */
+void thread_leave(void);
+void thread_wake(void);            /* a request was started: the progress thread has work */
+int thread_progress_start(void);
+void thread_progress_stop(void);   /* joins it; call without holding the lock */
+int thread_is_multiple(void);
+
+/* ---- stall reports (stall.c) ---- */
+void stall_init(void);
+void stall_poll(void);             /* from progress passes that moved nothing; cheap */
+
+/* ---- time ---- */
+long now_ns(void);
 
 /* ---- schedules and programs (select.c) ---- */
 int select_init(void);
@@ -59,7 +122,8 @@ void select_finalize(void);
 sched_lib *select_library(void);
 cache *select_cache(void);
 int select_force(nbc_collective coll, const char *name);
-/* The program for a call: from the cache, or chosen, compiled and cached. */
-int select_program(nbc_collective coll, const compile_args *args, cache_entry **out);
+/* The program for a call: from the cache, or chosen, compiled and cached. spec, when not NULL,
+ * names the schedule to use ("name:param=value"), as a forced schedule would. */
+int select_program(nbc_collective coll, const compile_args *args, const char *spec, cache_entry **out);
 
 #endif

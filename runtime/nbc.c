@@ -1,4 +1,5 @@
-/* The public API: argument checks, start-up and shutdown, and the progress calls. */
+/* The library's life and the completion calls: start-up and shutdown, errors, progress, test
+ * and wait. Every public call holds the process lock (thread.c) while it touches state. */
 #include "nbc.h"
 
 #include <sched.h>
@@ -6,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -14,7 +14,7 @@
 static int initialized;
 static long spin_ns; /* how long a wait spins without progress before it yields */
 static int finalize_keyval = MPI_KEYVAL_INVALID;
-static char message[4096];
+static __thread char message[4096]; /* per thread, like errno */
 
 int nbc_fail(int code, const char *fmt, ...)
 {
@@ -37,15 +37,32 @@ static void shutdown_all(void)
 }
 
 /* MPI_Finalize deletes MPI_COMM_SELF's attributes first: an application that forgot
- * nbc_finalize is cleaned up there, while MPI still works. */
+ * nbc_finalize is cleaned up there, while MPI still works. Requests still active then are
+ * abandoned (they fail with MPI_ERR_PENDING). */
 static int on_mpi_finalize(MPI_Comm comm, int key, void *attr, void *extra)
 {
     (void)comm, (void)key, (void)attr, (void)extra;
+    if (!initialized) return MPI_SUCCESS;
+    thread_progress_stop();
+    if (thread_enter() != MPI_SUCCESS) return MPI_SUCCESS;
     if (initialized) shutdown_all();
+    thread_leave();
     return MPI_SUCCESS;
 }
 
-int nbc_init(void)
+/* How many ranks share this node, from whichever launcher started us (0: unknown). */
+static long local_ranks(void)
+{
+    static const char *vars[] = {"MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCAL_NRANKS"};
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && atol(v) > 0) return atol(v);
+    }
+    return 0;
+}
+
+/* Called with the lock held. */
+static int init_locked(void)
 {
     if (initialized) return MPI_SUCCESS;
     int mpi_up = 0, mpi_down = 0;
@@ -53,18 +70,22 @@ int nbc_init(void)
     MPI_Finalized(&mpi_down);
     if (!mpi_up || mpi_down) return nbc_fail(MPI_ERR_OTHER, "nbc is used outside MPI_Init .. MPI_Finalize");
     initialized = 1;
+    thread_init();
     /* Spinning a little saves a trip through the scheduler when each rank has a core of its
-     * own (the launcher says how many ranks share this node); with more ranks than cores it
-     * only steals time from the peers we wait for. NBC_SPIN_US overrides. */
-    const char *local = getenv("MPI_LOCALNRANKS"), *spin = getenv("NBC_SPIN_US");
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    spin_ns = local && atol(local) > 0 && atol(local) <= cores ? 20000 : 0;
+     * own; with more ranks than cores it only steals time from the peers we wait for.
+     * NBC_SPIN_US overrides. */
+    const char *spin = getenv("NBC_SPIN_US");
+    long local = local_ranks(), cores = sysconf(_SC_NPROCESSORS_ONLN);
+    spin_ns = local > 0 && local <= cores ? 20000 : 0;
     if (spin && *spin) spin_ns = atol(spin) * 1000;
     int rc = comm_init();
     if (rc == MPI_SUCCESS) rc = select_init();
     if (rc == MPI_SUCCESS)
         rc = MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, on_mpi_finalize, &finalize_keyval, NULL);
     if (rc == MPI_SUCCESS) rc = MPI_Comm_set_attr(MPI_COMM_SELF, finalize_keyval, NULL);
+    if (rc == MPI_SUCCESS) stall_init();
+    const char *thread = getenv("NBC_PROGRESS_THREAD");
+    if (rc == MPI_SUCCESS && thread && !strcmp(thread, "1")) rc = thread_progress_start();
     if (rc != MPI_SUCCESS) {
         char why[sizeof message];
         snprintf(why, sizeof why, "%s", message);
@@ -74,256 +95,78 @@ int nbc_init(void)
     return MPI_SUCCESS;
 }
 
+int nbc_ensure_init(void) { return init_locked(); }
+
+int nbc_init(void)
+{
+    int rc = thread_enter();
+    if (rc != MPI_SUCCESS) return rc;
+    rc = init_locked();
+    thread_leave();
+    return rc;
+}
+
+/* With requests still active, nothing is shut down: they stay valid and the call fails, so
+ * the application can complete them and try again. Requests it still holds otherwise
+ * (persistent ones, or completed ones it never tested) become orphans: see req_finalize. */
 int nbc_finalize(void)
 {
-    if (!initialized) return MPI_SUCCESS;
-    int moved;
-    req_progress_all(&moved);
-    /* deleting the attribute runs on_mpi_finalize, which shuts everything down */
-    MPI_Comm_delete_attr(MPI_COMM_SELF, finalize_keyval);
-    MPI_Comm_free_keyval(&finalize_keyval);
-    if (initialized) shutdown_all();
-    return MPI_SUCCESS;
-}
-
-/* ---- arguments ---- */
-
-static int check_comm(MPI_Comm comm)
-{
-    if (comm == MPI_COMM_NULL) return nbc_fail(MPI_ERR_COMM, "the communicator is MPI_COMM_NULL");
-    int inter = 0;
-    if (MPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
-        return nbc_fail(MPI_ERR_COMM, "only intra-communicators are supported");
-    return MPI_SUCCESS;
-}
-
-/* The element size; only contiguous datatypes (size == extent, lower bound 0) are supported,
- * because local copies and reductions treat the buffers as arrays. */
-static int check_datatype(MPI_Datatype dt, MPI_Aint *esize)
-{
-    if (dt == MPI_DATATYPE_NULL) return nbc_fail(MPI_ERR_TYPE, "the datatype is MPI_DATATYPE_NULL");
-    /* The common predefined types are contiguous with C's sizes: no MPI query on the call path
-     * (a user's type could be freed and its handle reused, so only these are known). */
-    static const struct {
-        MPI_Datatype dt;
-        MPI_Aint size;
-    } known[] = {
-        {MPI_DOUBLE, sizeof(double)}, {MPI_FLOAT, sizeof(float)},   {MPI_INT, sizeof(int)},
-        {MPI_LONG, sizeof(long)},     {MPI_LONG_LONG, sizeof(long long)},
-        {MPI_UNSIGNED, sizeof(unsigned)}, {MPI_UNSIGNED_LONG, sizeof(unsigned long)},
-        {MPI_INT64_T, 8}, {MPI_UINT64_T, 8}, {MPI_INT32_T, 4}, {MPI_UINT32_T, 4},
-        {MPI_BYTE, 1},    {MPI_CHAR, 1},     {MPI_UNSIGNED_CHAR, 1},
-    };
-    for (size_t i = 0; i < sizeof known / sizeof *known; i++)
-        if (dt == known[i].dt) {
-            *esize = known[i].size;
-            return MPI_SUCCESS;
-        }
-    MPI_Aint lb, extent;
-    int size;
-    if (MPI_Type_get_extent(dt, &lb, &extent) != MPI_SUCCESS || MPI_Type_size(dt, &size) != MPI_SUCCESS)
-        return nbc_fail(MPI_ERR_TYPE, "invalid datatype");
-    if (lb != 0 || extent != size || size <= 0)
-        return nbc_fail(MPI_ERR_TYPE, "only contiguous datatypes are supported (size %d, extent %ld, lower bound %ld)",
-                        size, (long)extent, (long)lb);
-    *esize = extent;
-    return MPI_SUCCESS;
-}
-
-/* Predefined ops that MPI defines only on some types: with no kernel for the type, the pair
- * is invalid (and MPICH would abort inside MPI_Reduce_local rather than return an error). */
-static int kernel_required(MPI_Op op)
-{
-    static const MPI_Op typed[] = {MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX, MPI_LAND,
-                                   MPI_LOR, MPI_LXOR, MPI_BAND, MPI_BOR, MPI_BXOR};
-    for (size_t i = 0; i < sizeof typed / sizeof *typed; i++)
-        if (op == typed[i]) return 1;
-    return 0;
-}
-
-static int check_op(MPI_Op op, MPI_Datatype dt, const reduce_kernels **kernel, int *commutative)
-{
-    if (op == MPI_OP_NULL) return nbc_fail(MPI_ERR_OP, "the op is MPI_OP_NULL");
-    *kernel = reduce_kernel(dt, op);
-    if (!*kernel && kernel_required(op))
-        return nbc_fail(MPI_ERR_OP, "this predefined op is not defined on this datatype");
-    if (*kernel) *commutative = 1; /* every predefined op is */
-    else if (MPI_Op_commutative(op, commutative) != MPI_SUCCESS) return nbc_fail(MPI_ERR_OP, "invalid op");
-    return MPI_SUCCESS;
-}
-
-/* ---- collectives ---- */
-
-/* One call of any collective, as the public functions pass it on. */
-typedef struct {
-    nbc_collective coll;
-    const char *fn;          /* the public function, for messages */
-    void *const *bufs;       /* nbc_iallreduce_multi's buffers, nbufs of them */
-    int nbufs;
-    const void *sendbuf;
-    void *recvbuf;
-    int count, root;
-    MPI_Datatype datatype;
-    MPI_Op op;
-    MPI_Comm comm;
-} call;
-
-static int reduces(nbc_collective c)
-{
-    return c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_REDUCE_SCATTER || c == COLL_ALLREDUCE_MULTI;
-}
-
-/* Every argument is checked before anything is touched. */
-static int check_call(const call *c, int size, int rank, MPI_Aint *esize, const reduce_kernels **kernel, int *commutative)
-{
-    int rc;
-    *esize = 1;
-    *kernel = NULL;
-    *commutative = 1;
-    if (c->coll == COLL_BARRIER) return MPI_SUCCESS;
-    if (c->count < 0) return nbc_fail(MPI_ERR_COUNT, "%s: count %d is negative", c->fn, c->count);
-    if ((rc = check_datatype(c->datatype, esize))) return rc;
-    if (reduces(c->coll) && (rc = check_op(c->op, c->datatype, kernel, commutative))) return rc;
-    int rooted = c->coll == COLL_REDUCE || c->coll == COLL_BCAST;
-    if (rooted && (c->root < 0 || c->root >= size))
-        return nbc_fail(MPI_ERR_ROOT, "%s: root %d is outside 0..%d", c->fn, c->root, size - 1);
-    int inplace = c->sendbuf == MPI_IN_PLACE;
-    if (c->coll == COLL_REDUCE && inplace && rank != c->root)
-        return nbc_fail(MPI_ERR_BUFFER, "%s: MPI_IN_PLACE is for the root only", c->fn);
-    if (c->coll == COLL_ALLREDUCE_MULTI) {
-        if (c->nbufs < 1 || c->nbufs > NBC_MAX_BUFFERS || !c->bufs)
-            return nbc_fail(MPI_ERR_ARG, "%s: nbufs must be 1 .. %d and bufs not NULL", c->fn, NBC_MAX_BUFFERS);
-        for (int i = 0; i < c->nbufs; i++)
-            if (c->count > 0 && !c->bufs[i]) return nbc_fail(MPI_ERR_BUFFER, "%s: bufs[%d] is NULL", c->fn, i);
-        return MPI_SUCCESS;
-    }
-    int needs_send = c->coll != COLL_BCAST && !inplace;
-    int needs_recv = c->coll != COLL_REDUCE || rank == c->root;
-    if (c->count > 0 && ((needs_send && !c->sendbuf) || (needs_recv && !c->recvbuf)))
-        return nbc_fail(MPI_ERR_BUFFER, "%s: %s is NULL", c->fn, needs_recv && !c->recvbuf ? "recvbuf" : "sendbuf");
-    return MPI_SUCCESS;
-}
-
-static int start(const call *c, nbc_request *request)
-{
-    if (!request) return nbc_fail(MPI_ERR_REQUEST, "%s: request is NULL", c->fn);
-    *request = NBC_REQUEST_NULL;
-    int rc = nbc_init();
+    int rc = thread_enter();
     if (rc != MPI_SUCCESS) return rc;
-    /* a communicator seen before was checked then; its state knows rank and size */
-    comm_state *cs = c->comm == MPI_COMM_NULL ? NULL : comm_state_find(c->comm);
-    int size, rank;
-    if (cs) {
-        size = cs->size;
-        rank = cs->rank;
-    } else {
-        if ((rc = check_comm(c->comm))) return rc;
-        MPI_Comm_size(c->comm, &size);
-        MPI_Comm_rank(c->comm, &rank);
+    int active = initialized ? req_active_count() : 0;
+    thread_leave();
+    if (!initialized) return MPI_SUCCESS;
+    if (active)
+        return nbc_fail(MPI_ERR_PENDING, "nbc_finalize: %d request%s still active: complete %s first", active,
+                        active == 1 ? " is" : "s are", active == 1 ? "it" : "them");
+    thread_progress_stop();
+    if ((rc = thread_enter()) != MPI_SUCCESS) return rc;
+    if (initialized) {
+        shutdown_all(); /* first, so that no attribute is deleted from another's callback */
+        MPI_Comm_delete_attr(MPI_COMM_SELF, finalize_keyval);
+        MPI_Comm_free_keyval(&finalize_keyval);
     }
-    MPI_Aint esize;
-    const reduce_kernels *kernel;
-    int commutative;
-    if ((rc = check_call(c, size, rank, &esize, &kernel, &commutative))) return rc;
-
-    if (!cs && (rc = comm_state_of(c->comm, &cs))) return rc;
-    int inplace = c->sendbuf == MPI_IN_PLACE;
-    compile_args args = {.p = size, .rank = rank, .count = c->coll == COLL_BARRIER ? 0 : c->count,
-                         .esize = esize, .inplace = inplace, .commutative = commutative, .root = c->root,
-                         .nbufs = c->nbufs};
-    cache_entry *entry;
-    if ((rc = select_program(c->coll, &args, &entry))) return rc;
-    const nbc_program *prog = cache_entry_program(entry);
-
-    struct nbc_req *r = req_get(prog->scratch, (int)prog->max_round_comms);
-    if (!r) {
-        cache_release(select_cache(), entry);
-        return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
-    }
-    r->entry = entry;
-    r->cs = cs;
-    r->st = (interp_state){.prog = prog, .comm = MPI_COMM_NULL, .tag = comm_next_tag(cs),
-                           .datatype = c->coll == COLL_BARRIER ? MPI_BYTE : c->datatype,
-                           .op = c->op, .kernel = kernel, .reqs = r->reqs,
-                           .statuses = r->statuses};
-    r->st.base[SLOT_SEND] = (char *)(inplace ? c->recvbuf : (void *)(uintptr_t)c->sendbuf);
-    r->st.base[SLOT_RECV] = c->recvbuf;
-    r->st.base[SLOT_SCRATCH] = r->scratch;
-    for (int i = 1; i < c->nbufs; i++) r->st.base[SLOT_EXTRA + i - 1] = c->bufs[i];
-    req_start(r);
-    *request = r;
+    thread_leave();
     return MPI_SUCCESS;
-}
-
-int nbc_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                   MPI_Comm comm, nbc_request *request)
-{
-    call c = {COLL_ALLREDUCE, "nbc_iallreduce", NULL, 1, sendbuf, recvbuf, count, 0, datatype, op, comm};
-    return start(&c, request);
-}
-
-int nbc_ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
-                MPI_Comm comm, nbc_request *request)
-{
-    call c = {COLL_REDUCE, "nbc_ireduce", NULL, 1, sendbuf, recvbuf, count, root, datatype, op, comm};
-    return start(&c, request);
-}
-
-int nbc_ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, nbc_request *request)
-{
-    call c = {COLL_BCAST, "nbc_ibcast", NULL, 1, NULL, buffer, count, root, datatype, MPI_OP_NULL, comm};
-    return start(&c, request);
-}
-
-int nbc_ibarrier(MPI_Comm comm, nbc_request *request)
-{
-    call c = {COLL_BARRIER, "nbc_ibarrier", NULL, 1, NULL, NULL, 0, 0, MPI_BYTE, MPI_OP_NULL, comm};
-    return start(&c, request);
-}
-
-int nbc_ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
-                              MPI_Op op, MPI_Comm comm, nbc_request *request)
-{
-    call c = {COLL_REDUCE_SCATTER, "nbc_ireduce_scatter_block", NULL, 1, sendbuf, recvbuf, recvcount, 0, datatype, op, comm};
-    return start(&c, request);
-}
-
-int nbc_iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                   MPI_Datatype recvtype, MPI_Comm comm, nbc_request *request)
-{
-    if (sendbuf != MPI_IN_PLACE && (sendcount != recvcount || sendtype != recvtype))
-        return nbc_fail(sendcount != recvcount ? MPI_ERR_COUNT : MPI_ERR_TYPE,
-                        "nbc_iallgather: send and receive counts and types must be equal");
-    call c = {COLL_ALLGATHER, "nbc_iallgather", NULL, 1, sendbuf, recvbuf, recvcount, 0, recvtype, MPI_OP_NULL, comm};
-    return start(&c, request);
-}
-
-int nbc_iallreduce_multi(void *bufs[], int nbufs, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                         nbc_request *request)
-{
-    call c = {COLL_ALLREDUCE_MULTI, "nbc_iallreduce_multi", bufs, nbufs, MPI_IN_PLACE,
-              bufs && nbufs > 0 ? bufs[0] : NULL, count, 0, datatype, op, comm};
-    return start(&c, request);
 }
 
 /* ---- progress ---- */
 
 int nbc_progress(void)
 {
-    if (!initialized) return 0;
-    int moved;
-    return req_progress_all(&moved);
+    int rc = thread_enter();
+    if (rc != MPI_SUCCESS) return rc;
+    int moved = 0, completed = initialized ? req_progress_all(&moved) : 0;
+    if (initialized && !moved) stall_poll();
+    thread_leave();
+    return completed;
 }
 
-/* Reports a completed request (releasing it and setting it to NBC_REQUEST_NULL) through *flag. */
+/* Reports a completed request through *flag: a one-shot request is released and set to
+ * NBC_REQUEST_NULL; a persistent one becomes inactive, ready for its next start. */
 static int finish_if_done(nbc_request *request, int *flag)
 {
     struct nbc_req *r = *request;
-    *flag = r->done;
-    if (!r->done) return MPI_SUCCESS;
+    *flag = r->state != REQ_ACTIVE;
+    if (r->state == REQ_ACTIVE) return MPI_SUCCESS;
+    if (r->state == REQ_INACTIVE) return MPI_SUCCESS; /* a persistent request not started */
     int rc = r->st.err;
-    req_release(r);
-    *request = NBC_REQUEST_NULL;
+    if (rc != MPI_SUCCESS) {
+        if (r->error[0]) {
+            nbc_fail(rc, "%s", r->error);
+        } else {
+            char text[MPI_MAX_ERROR_STRING];
+            int len = 0;
+            MPI_Error_string(rc, text, &len);
+            nbc_fail(rc, "an MPI call of the collective failed: %s", text);
+        }
+    }
+    if (r->persistent) {
+        r->state = REQ_INACTIVE;
+    } else {
+        req_release(r);
+        *request = NBC_REQUEST_NULL;
+    }
     return rc;
 }
 
@@ -334,39 +177,47 @@ int nbc_test(nbc_request *request, int *flag)
         *flag = 1;
         return MPI_SUCCESS;
     }
-    int moved;
-    if (!(*request)->done) req_progress_all(&moved);
-    return finish_if_done(request, flag);
+    int rc = thread_enter();
+    if (rc != MPI_SUCCESS) return rc;
+    int moved = 0;
+    if ((*request)->state == REQ_ACTIVE) {
+        req_progress_all(&moved);
+        if (!moved) stall_poll();
+    }
+    rc = finish_if_done(request, flag);
+    thread_leave();
+    return rc;
 }
 
 int nbc_wait(nbc_request *request) { return request ? nbc_waitall(1, request) : nbc_fail(MPI_ERR_ARG, "nbc_wait: request is NULL"); }
 
-static long now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1000000000L + t.tv_nsec;
-}
-
 /* Spins on progress, yielding the CPU once passes have made no progress for spin_ns: with more
- * ranks than cores, busy-waiting would starve the very peers we wait for. */
+ * ranks than cores, busy-waiting would starve the very peers we wait for. The lock is let go
+ * between passes, so other threads (and the progress thread) get their turn. */
 int nbc_waitall(int count, nbc_request requests[])
 {
     if (count < 0 || (count > 0 && !requests)) return nbc_fail(MPI_ERR_ARG, "nbc_waitall: bad arguments");
     int first_error = MPI_SUCCESS;
     long idle_since = -1;
     for (;;) {
+        int rc = thread_enter();
+        if (rc != MPI_SUCCESS) return rc;
         int pending = 0;
         for (int i = 0; i < count; i++) {
             if (requests[i] == NBC_REQUEST_NULL) continue;
             int flag;
-            int rc = finish_if_done(&requests[i], &flag);
+            rc = finish_if_done(&requests[i], &flag);
             if (flag && rc != MPI_SUCCESS && first_error == MPI_SUCCESS) first_error = rc;
             pending += !flag;
         }
-        if (!pending) return first_error;
+        if (!pending) {
+            thread_leave();
+            return first_error;
+        }
         int moved;
         req_progress_all(&moved);
+        if (!moved) stall_poll();
+        thread_leave();
         if (moved) {
             idle_since = -1;
         } else if (spin_ns == 0) {

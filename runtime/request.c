@@ -1,14 +1,28 @@
 /* Requests: a pool of released requests keeps its scratch and MPI request arrays, so that in
  * steady state starting a collective allocates nothing. Started requests sit in the active
- * list until they complete; nbc_progress walks that list. */
+ * list, highest priority first, until they complete; nbc_progress walks that list. Every
+ * request the application holds is also in the live list, so that finalize can find them.
+ *
+ * Priorities. A request may issue its next round only while no request of higher priority
+ * has moved (issued or finished a round) within the last NBC_PREEMPT_US microseconds. So a
+ * lower-priority request stops taking the network while a higher one is moving, and resumes
+ * as soon as every higher one is finished or stuck waiting for its peers. The rule is
+ * work-conserving up to that window: a request is held back only by another that is getting
+ * somewhere, never by one that waits, so priorities cannot add a cycle of waiting ranks to a
+ * program that completes without them (docs/total-reduce.md). With equal priorities
+ * (the default) no clock is read. */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
 #define POOL_MAX 64
 
-static struct nbc_req *active, *pool;
-static int pooled;
+static struct nbc_req *active, *active_tail, *pool, *live;
+static int pooled, nactive;
+static long preempt_ns = -1;
 
 static void push(struct nbc_req **list, struct nbc_req *r)
 {
@@ -24,6 +38,51 @@ static void unlink_from(struct nbc_req **list, struct nbc_req *r)
     else *list = r->next;
     if (r->next) r->next->prev = r->prev;
     r->prev = r->next = NULL;
+}
+
+static void unlink_active(struct nbc_req *r)
+{
+    if (r == active_tail) active_tail = r->prev;
+    unlink_from(&active, r);
+    nactive--;
+}
+
+/* After every request of higher or equal priority: FIFO among equals. Most starts are either
+ * of the lowest priority present (appended) or of the highest (found at once from the head). */
+static void insert_active(struct nbc_req *r)
+{
+    nactive++;
+    if (!active_tail || active_tail->priority >= r->priority) {
+        r->next = NULL;
+        r->prev = active_tail;
+        if (active_tail) active_tail->next = r;
+        else active = r;
+        active_tail = r;
+        return;
+    }
+    struct nbc_req *at = active;
+    while (at->priority >= r->priority) at = at->next; /* stops before the tail: see above */
+    r->next = at;
+    r->prev = at->prev;
+    if (at->prev) at->prev->next = r;
+    else active = r;
+    at->prev = r;
+}
+
+static void live_add(struct nbc_req *r)
+{
+    r->live_prev = NULL;
+    r->live_next = live;
+    if (live) live->live_prev = r;
+    live = r;
+}
+
+static void live_remove(struct nbc_req *r)
+{
+    if (r->live_prev) r->live_prev->live_next = r->live_next;
+    else live = r->live_next;
+    if (r->live_next) r->live_next->live_prev = r->live_prev;
+    r->live_prev = r->live_next = NULL;
 }
 
 static void destroy(struct nbc_req *r)
@@ -57,8 +116,15 @@ struct nbc_req *req_get(size_t scratch, int nreqs)
         r->statuses = s;
         r->reqs_cap = nreqs;
     }
-    r->done = 0;
+    r->state = REQ_INACTIVE;
     r->entry = NULL;
+    r->cs = NULL;
+    r->persistent = r->any_order = r->free_when_done = r->orphan = 0;
+    r->priority = r->next_priority = 0;
+    r->starts = 0;
+    r->name[0] = r->error[0] = '\0';
+    r->check = NULL;
+    live_add(r);
     return r;
 oom:
     destroy(r);
@@ -67,9 +133,17 @@ oom:
 
 void req_release(struct nbc_req *r)
 {
-    if (!r->done) unlink_from(&active, r);
+    if (r->orphan) {
+        destroy(r);
+        return;
+    }
+    if (r->state == REQ_ACTIVE) unlink_active(r);
+    live_remove(r);
+    check_free(r);
     if (r->entry) cache_release(select_cache(), r->entry);
     r->entry = NULL;
+    if (r->cs) comm_drop(r->cs);
+    r->cs = NULL;
     if (pooled >= POOL_MAX) {
         destroy(r);
         return;
@@ -78,42 +152,91 @@ void req_release(struct nbc_req *r)
     pooled++;
 }
 
-/* A request runs once its communicator's private duplicate exists. */
-static int step(struct nbc_req *r)
+void req_fail(struct nbc_req *r, int err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->error, sizeof r->error, fmt, ap);
+    va_end(ap);
+    r->st.err = err;
+}
+
+/* A request runs once its communicator's private duplicate exists, and (NBC_CHECK) once the
+ * ranks agreed that they run the same collective. */
+static int step(struct nbc_req *r, int may_issue)
 {
     if (r->st.comm == MPI_COMM_NULL) {
-        if (!comm_ready(r->cs)) return INTERP_WAITING;
-        r->st.comm = r->cs->dup;
+        if (!comm_ready(r->cs, r->any_order)) return INTERP_WAITING;
+        r->st.comm = r->any_order ? r->cs->any : r->cs->dup;
     }
-    return interp_step(&r->st);
+    if (r->check) {
+        if (!check_step(r)) return INTERP_WAITING;
+        check_free(r);
+        if (r->st.err != MPI_SUCCESS) return INTERP_DONE;
+    }
+    return interp_step(&r->st, may_issue);
+}
+
+long now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000L + t.tv_nsec;
 }
 
 void req_start(struct nbc_req *r)
 {
-    if (step(r) == INTERP_DONE) {
-        r->done = 1;
+    if (preempt_ns < 0) {
+        const char *v = getenv("NBC_PREEMPT_US");
+        preempt_ns = v && *v ? atol(v) * 1000 : 500000;
+    }
+    r->state = REQ_ACTIVE;
+    r->starts++;
+    r->started_ns = r->last_moved_ns = active && active->priority != r->priority ? now_ns() : 0;
+    insert_active(r);
+    int s = step(r, !active || r == active || active->priority == r->priority);
+    if (s == INTERP_DONE) {
+        unlink_active(r);
+        r->state = REQ_DONE;
         return;
     }
-    push(&active, r);
+    thread_wake();
 }
+
+int req_active_count(void) { return nactive; }
 
 int req_progress_all(int *moved)
 {
     int completed = 0;
     *moved = 0;
+    /* Priorities only matter when the list mixes them (it is sorted: compare its ends). */
+    int mixed = active && active->priority != active_tail->priority;
+    long now = mixed ? now_ns() : 0;
+    int moving_above = 0, moving_priority = 0; /* the highest priority seen moving */
     for (struct nbc_req *r = active, *next; r; r = next) {
         next = r->next;
-        int s = step(r);
-        if (s != INTERP_WAITING) *moved = 1;
+        int may_issue = !(moving_above && moving_priority > r->priority);
+        int s = step(r, may_issue);
+        if (s != INTERP_WAITING) {
+            *moved = 1;
+            r->last_moved_ns = now;
+        }
         if (s == INTERP_DONE) {
-            unlink_from(&active, r);
-            r->done = 1;
+            unlink_active(r);
+            r->state = REQ_DONE;
             completed++;
+            if (r->free_when_done) req_release(r);
+        } else if (mixed && !moving_above && now - r->last_moved_ns < preempt_ns) {
+            moving_above = 1;
+            moving_priority = r->priority;
         }
     }
     return completed;
 }
 
+/* Requests the application still holds become orphans: what they computed stays readable
+ * (nbc_test reports it and frees them), but they can never run again. Active ones (only at
+ * MPI_Finalize, which the application reached without completing them) fail. */
 void req_finalize(void)
 {
     while (pool) {
@@ -122,8 +245,22 @@ void req_finalize(void)
         destroy(r);
     }
     pooled = 0;
-    /* Requests still active belong to the application, which never completed them: their
-     * programs go with the cache; the request objects stay valid but will not progress. */
-    for (struct nbc_req *r = active; r; r = r->next) r->entry = NULL;
-    active = NULL;
+    for (struct nbc_req *r = live, *next; r; r = next) {
+        next = r->live_next;
+        r->live_prev = r->live_next = NULL;
+        r->orphan = 1;
+        if (r->state == REQ_ACTIVE) {
+            r->state = REQ_DONE;
+            req_fail(r, MPI_ERR_PENDING, "the request was still active at MPI_Finalize");
+        }
+        check_free(r);
+        if (r->entry) cache_release(select_cache(), r->entry);
+        r->entry = NULL;
+        if (r->cs) comm_drop(r->cs);
+        r->cs = NULL;
+        r->st.prog = NULL;
+    }
+    active = active_tail = NULL;
+    nactive = 0;
+    live = NULL; /* they are freed one by one as the application reports or frees them */
 }

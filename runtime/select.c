@@ -35,6 +35,7 @@ static select_mode mode;
 static sim_model model;
 
 static int select_mode_set(const char *text);
+static int parse_forcing(nbc_collective coll, const char *spec, forcing *f);
 static int load_model_file(const char *path);
 
 sched_lib *select_library(void) { return lib; }
@@ -139,15 +140,10 @@ int nbc_load_schedules(const char *path)
 /* "name" or "name:param=value,param=value" */
 int select_force(nbc_collective coll, const char *spec)
 {
-    forcing f = {0};
-    char err[300];
-    if (spec && *spec) {
-        if (select_parse_choice(lib, coll, spec, &f.ch, err, sizeof err) != 0) return nbc_fail(MPI_ERR_ARG, "%s", err);
-        f.identity = lib_identity(lib, f.ch.s);
-        f.param_hash = f.ch.nparams ? (int64_t)XXH3_64bits(&f.ch, sizeof f.ch) : 0;
-    }
-    forced[coll] = f;
-    return MPI_SUCCESS;
+    forcing f;
+    int rc = parse_forcing(coll, spec, &f);
+    if (rc == MPI_SUCCESS) forced[coll] = f;
+    return rc;
 }
 
 int nbc_set_schedule(const char *collective, const char *name)
@@ -159,9 +155,27 @@ int nbc_set_schedule(const char *collective, const char *name)
     return select_force((nbc_collective)c, name);
 }
 
-int select_program(nbc_collective coll, const compile_args *call, cache_entry **out)
+/* What select_force records, for one call's spec ("name:param=value"). */
+static int parse_forcing(nbc_collective coll, const char *spec, forcing *f)
 {
-    const forcing *f = &forced[coll];
+    char err[300];
+    memset(f, 0, sizeof *f);
+    if (spec && *spec) {
+        if (select_parse_choice(lib, coll, spec, &f->ch, err, sizeof err) != 0) return nbc_fail(MPI_ERR_ARG, "%s", err);
+        f->identity = lib_identity(lib, f->ch.s);
+        f->param_hash = f->ch.nparams ? (int64_t)XXH3_64bits(&f->ch, sizeof f->ch) : 0;
+    }
+    return MPI_SUCCESS;
+}
+
+int select_program(nbc_collective coll, const compile_args *call, const char *spec, cache_entry **out)
+{
+    forcing own;
+    if (spec) {
+        int rc = parse_forcing(coll, spec, &own);
+        if (rc != MPI_SUCCESS) return rc;
+    }
+    const forcing *f = spec ? &own : &forced[coll];
     const sched_def *s = f->ch.s;
     compile_args with_params = *call;
     const compile_args *a = &with_params;

@@ -1,0 +1,271 @@
+/* The collective calls: their arguments checked, the program chosen and compiled (or found
+ * in the cache), and a request made from it: started at once (nbc_iallreduce and siblings) or
+ * kept for nbc_start (nbc_allreduce_init and siblings, persistent.c). */
+#include "nbc.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+#include "calls.h"
+
+/* ---- arguments ---- */
+
+static int check_comm(MPI_Comm comm)
+{
+    if (comm == MPI_COMM_NULL) return nbc_fail(MPI_ERR_COMM, "the communicator is MPI_COMM_NULL");
+    int inter = 0;
+    if (MPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
+        return nbc_fail(MPI_ERR_COMM, "only intra-communicators are supported");
+    return MPI_SUCCESS;
+}
+
+/* The element size; only contiguous datatypes (size == extent, lower bound 0) are supported,
+ * because local copies and reductions treat the buffers as arrays. */
+static int check_datatype(MPI_Datatype dt, MPI_Aint *esize)
+{
+    if (dt == MPI_DATATYPE_NULL) return nbc_fail(MPI_ERR_TYPE, "the datatype is MPI_DATATYPE_NULL");
+    /* The common predefined types are contiguous with C's sizes: no MPI query on the call path
+     * (a user's type could be freed and its handle reused, so only these are known). */
+    static const struct {
+        MPI_Datatype dt;
+        MPI_Aint size;
+    } known[] = {
+        {MPI_DOUBLE, sizeof(double)}, {MPI_FLOAT, sizeof(float)},   {MPI_INT, sizeof(int)},
+        {MPI_LONG, sizeof(long)},     {MPI_LONG_LONG, sizeof(long long)},
+        {MPI_UNSIGNED, sizeof(unsigned)}, {MPI_UNSIGNED_LONG, sizeof(unsigned long)},
+        {MPI_INT64_T, 8}, {MPI_UINT64_T, 8}, {MPI_INT32_T, 4}, {MPI_UINT32_T, 4},
+        {MPI_BYTE, 1},    {MPI_CHAR, 1},     {MPI_UNSIGNED_CHAR, 1},
+    };
+    for (size_t i = 0; i < sizeof known / sizeof *known; i++)
+        if (dt == known[i].dt) {
+            *esize = known[i].size;
+            return MPI_SUCCESS;
+        }
+    MPI_Aint lb, extent;
+    int size;
+    if (MPI_Type_get_extent(dt, &lb, &extent) != MPI_SUCCESS || MPI_Type_size(dt, &size) != MPI_SUCCESS)
+        return nbc_fail(MPI_ERR_TYPE, "invalid datatype");
+    if (lb != 0 || extent != size || size <= 0)
+        return nbc_fail(MPI_ERR_TYPE, "only contiguous datatypes are supported (size %d, extent %ld, lower bound %ld)",
+                        size, (long)extent, (long)lb);
+    *esize = extent;
+    return MPI_SUCCESS;
+}
+
+/* Predefined ops that MPI defines only on some types: with no kernel for the type, the pair
+ * is invalid (and MPICH would abort inside MPI_Reduce_local rather than return an error). */
+static int kernel_required(MPI_Op op)
+{
+    static const MPI_Op typed[] = {MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX, MPI_LAND,
+                                   MPI_LOR, MPI_LXOR, MPI_BAND, MPI_BOR, MPI_BXOR};
+    for (size_t i = 0; i < sizeof typed / sizeof *typed; i++)
+        if (op == typed[i]) return 1;
+    return 0;
+}
+
+static int check_op(MPI_Op op, MPI_Datatype dt, const reduce_kernels **kernel, int *commutative)
+{
+    if (op == MPI_OP_NULL) return nbc_fail(MPI_ERR_OP, "the op is MPI_OP_NULL");
+    *kernel = reduce_kernel(dt, op);
+    if (!*kernel && kernel_required(op))
+        return nbc_fail(MPI_ERR_OP, "this predefined op is not defined on this datatype");
+    if (*kernel) *commutative = 1; /* every predefined op is */
+    else if (MPI_Op_commutative(op, commutative) != MPI_SUCCESS) return nbc_fail(MPI_ERR_OP, "invalid op");
+    return MPI_SUCCESS;
+}
+
+/* ---- collectives ---- */
+
+static int reduces(nbc_collective c)
+{
+    return c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_REDUCE_SCATTER || c == COLL_ALLREDUCE_MULTI;
+}
+
+/* Every argument is checked before anything is touched. */
+static int check_call(const call *c, int size, int rank, MPI_Aint *esize, const reduce_kernels **kernel, int *commutative)
+{
+    int rc;
+    *esize = 1;
+    *kernel = NULL;
+    *commutative = 1;
+    if (c->coll == COLL_BARRIER) return MPI_SUCCESS;
+    if (c->count < 0) return nbc_fail(MPI_ERR_COUNT, "%s: count %d is negative", c->fn, c->count);
+    if ((rc = check_datatype(c->datatype, esize))) return rc;
+    if (reduces(c->coll) && (rc = check_op(c->op, c->datatype, kernel, commutative))) return rc;
+    int rooted = c->coll == COLL_REDUCE || c->coll == COLL_BCAST;
+    if (rooted && (c->root < 0 || c->root >= size))
+        return nbc_fail(MPI_ERR_ROOT, "%s: root %d is outside 0..%d", c->fn, c->root, size - 1);
+    int inplace = c->sendbuf == MPI_IN_PLACE;
+    if (c->coll == COLL_REDUCE && inplace && rank != c->root)
+        return nbc_fail(MPI_ERR_BUFFER, "%s: MPI_IN_PLACE is for the root only", c->fn);
+    if (c->coll == COLL_ALLREDUCE_MULTI) {
+        if (c->nbufs < 1 || c->nbufs > NBC_MAX_BUFFERS || !c->bufs)
+            return nbc_fail(MPI_ERR_ARG, "%s: nbufs must be 1 .. %d and bufs not NULL", c->fn, NBC_MAX_BUFFERS);
+        for (int i = 0; i < c->nbufs; i++)
+            if (c->count > 0 && !c->bufs[i]) return nbc_fail(MPI_ERR_BUFFER, "%s: bufs[%d] is NULL", c->fn, i);
+        return MPI_SUCCESS;
+    }
+    int needs_send = c->coll != COLL_BCAST && !inplace;
+    int needs_recv = c->coll != COLL_REDUCE || rank == c->root;
+    if (c->count > 0 && ((needs_send && !c->sendbuf) || (needs_recv && !c->recvbuf)))
+        return nbc_fail(MPI_ERR_BUFFER, "%s: %s is NULL", c->fn, needs_recv && !c->recvbuf ? "recvbuf" : "sendbuf");
+    return MPI_SUCCESS;
+}
+
+/* A request for the call, not started: everything but its tag. chunk_bytes > 0 cuts a
+ * large commutative allreduce into rounds of that many bytes (the segmented ring), so that
+ * a request of higher priority waits at most one such round. */
+int call_prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out)
+{
+    int rc = nbc_ensure_init();
+    if (rc != MPI_SUCCESS) return rc;
+    /* a communicator seen before was checked then; its state knows rank and size */
+    comm_state *cs = c->comm == MPI_COMM_NULL ? NULL : comm_state_find(c->comm);
+    int size, rank;
+    if (cs) {
+        size = cs->size;
+        rank = cs->rank;
+    } else {
+        if ((rc = check_comm(c->comm))) return rc;
+        MPI_Comm_size(c->comm, &size);
+        MPI_Comm_rank(c->comm, &rank);
+    }
+    MPI_Aint esize;
+    const reduce_kernels *kernel;
+    int commutative;
+    if ((rc = check_call(c, size, rank, &esize, &kernel, &commutative))) return rc;
+
+    if (!cs && (rc = comm_state_of(c->comm, &cs))) return rc;
+    int inplace = c->sendbuf == MPI_IN_PLACE;
+    compile_args args = {.p = size, .rank = rank, .count = c->coll == COLL_BARRIER ? 0 : c->count,
+                         .esize = esize, .inplace = inplace, .commutative = commutative, .root = c->root,
+                         .nbufs = c->nbufs};
+    char spec[64], *chunked = NULL;
+    if (chunk_bytes > 0 && c->coll == COLL_ALLREDUCE && commutative && c->count >= size && size > 1 &&
+        (int64_t)c->count * esize > chunk_bytes) {
+        snprintf(spec, sizeof spec, "allreduce_segmented_ring:segsize=%lld", (long long)chunk_bytes);
+        chunked = spec;
+    }
+    cache_entry *entry;
+    if ((rc = select_program(c->coll, &args, chunked, &entry))) return rc;
+    const nbc_program *prog = cache_entry_program(entry);
+
+    struct nbc_req *r = req_get(prog->scratch, (int)prog->max_round_comms);
+    if (!r) {
+        cache_release(select_cache(), entry);
+        return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
+    }
+    r->entry = entry;
+    r->cs = cs;
+    comm_hold(cs);
+    r->st = (interp_state){.prog = prog, .comm = MPI_COMM_NULL,
+                           .datatype = c->coll == COLL_BARRIER ? MPI_BYTE : c->datatype,
+                           .op = c->op, .kernel = kernel, .reqs = r->reqs,
+                           .statuses = r->statuses};
+    r->st.base[SLOT_SEND] = (char *)(inplace ? c->recvbuf : (void *)(uintptr_t)c->sendbuf);
+    r->st.base[SLOT_RECV] = c->recvbuf;
+    r->st.base[SLOT_SCRATCH] = r->scratch;
+    for (int i = 1; i < c->nbufs; i++) r->st.base[SLOT_EXTRA + i - 1] = c->bufs[i];
+    r->sig = (call_signature){.coll = c->coll, .count = args.count, .esize = esize, .root = c->root, .op = c->op};
+    *out = r;
+    return MPI_SUCCESS;
+}
+
+/* Starts a prepared (or inactive persistent) request under the next tag of its communicator,
+ * or under its own identity when it may start in any order. */
+void call_launch(struct nbc_req *r)
+{
+    r->st.round = 0;
+    r->st.posted = 0;
+    r->st.nreqs = 0;
+    r->st.err = MPI_SUCCESS;
+    r->error[0] = '\0';
+    if (r->any_order) {
+        r->st.tag = (int)(r->id % r->cs->tag_space);
+    } else {
+        r->st.tag = comm_next_tag(r->cs);
+        if (check_enabled()) check_begin(r);
+    }
+    req_start(r);
+}
+
+static int start(const call *c, nbc_request *request)
+{
+    if (!request) return nbc_fail(MPI_ERR_REQUEST, "%s: request is NULL", c->fn);
+    *request = NBC_REQUEST_NULL;
+    struct nbc_req *r;
+    int rc = call_prepare(c, 0, &r);
+    if (rc != MPI_SUCCESS) return rc;
+    call_launch(r);
+    *request = r;
+    return MPI_SUCCESS;
+}
+
+static int locked(int (*fn)(const call *, nbc_request *), const call *c, nbc_request *request)
+{
+    int rc = thread_enter();
+    if (rc != MPI_SUCCESS) return rc;
+    rc = fn(c, request);
+    thread_leave();
+    return rc;
+}
+
+int nbc_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                   MPI_Comm comm, nbc_request *request)
+{
+    call c = {COLL_ALLREDUCE, "nbc_iallreduce", NULL, 1, sendbuf, recvbuf, count, 0, datatype, op, comm};
+    return locked(start, &c, request);
+}
+
+int nbc_ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+                MPI_Comm comm, nbc_request *request)
+{
+    call c = {COLL_REDUCE, "nbc_ireduce", NULL, 1, sendbuf, recvbuf, count, root, datatype, op, comm};
+    return locked(start, &c, request);
+}
+
+int nbc_ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, nbc_request *request)
+{
+    call c = {COLL_BCAST, "nbc_ibcast", NULL, 1, NULL, buffer, count, root, datatype, MPI_OP_NULL, comm};
+    return locked(start, &c, request);
+}
+
+int nbc_ibarrier(MPI_Comm comm, nbc_request *request)
+{
+    call c = {COLL_BARRIER, "nbc_ibarrier", NULL, 1, NULL, NULL, 0, 0, MPI_BYTE, MPI_OP_NULL, comm};
+    return locked(start, &c, request);
+}
+
+int nbc_ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
+                              MPI_Op op, MPI_Comm comm, nbc_request *request)
+{
+    call c = {COLL_REDUCE_SCATTER, "nbc_ireduce_scatter_block", NULL, 1, sendbuf, recvbuf, recvcount, 0, datatype, op, comm};
+    return locked(start, &c, request);
+}
+
+int call_allgather_check(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int recvcount, MPI_Datatype recvtype)
+{
+    if (sendbuf != MPI_IN_PLACE && (sendcount != recvcount || sendtype != recvtype))
+        return nbc_fail(sendcount != recvcount ? MPI_ERR_COUNT : MPI_ERR_TYPE,
+                        "nbc_iallgather: send and receive counts and types must be equal");
+    return MPI_SUCCESS;
+}
+
+int nbc_iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                   MPI_Datatype recvtype, MPI_Comm comm, nbc_request *request)
+{
+    int rc = call_allgather_check(sendbuf, sendcount, sendtype, recvcount, recvtype);
+    if (rc != MPI_SUCCESS) return rc;
+    call c = {COLL_ALLGATHER, "nbc_iallgather", NULL, 1, sendbuf, recvbuf, recvcount, 0, recvtype, MPI_OP_NULL, comm};
+    return locked(start, &c, request);
+}
+
+int nbc_iallreduce_multi(void *bufs[], int nbufs, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                         nbc_request *request)
+{
+    call c = {COLL_ALLREDUCE_MULTI, "nbc_iallreduce_multi", bufs, nbufs, MPI_IN_PLACE,
+              bufs && nbufs > 0 ? bufs[0] : NULL, count, 0, datatype, op, comm};
+    return locked(start, &c, request);
+}
