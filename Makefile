@@ -26,7 +26,8 @@ SCHEDULES := $(sort $(wildcard schedules/*.nbs))
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) \
            $(patsubst $(BUILD)/gen/%.c,$(BUILD)/obj/gen/%.o,$(GEN_SRC))
 
-TESTS    := unit_dsl unit_select unit_reduce unit_cache mpi_allreduce mpi_badargs mpi_runtime mpi_collectives
+TESTS    := unit_dsl unit_select unit_reduce unit_cache mpi_allreduce mpi_badargs mpi_runtime mpi_collectives \
+            mpi_total_reduce
 EXAMPLES := overlap
 
 STATIC := $(BUILD)/lib/libnbc.a

@@ -205,15 +205,18 @@ int nbc_startall(int count, nbc_request requests[])
     return rc;
 }
 
-/* MPI makes freeing an active collective request erroneous: it is refused and stays valid. */
+/* MPI makes freeing a collective request erroneous unless it is an inactive persistent one
+ * (a request stays active until a test or wait has reported its completion): others are
+ * refused and stay valid. */
 int nbc_request_free(nbc_request *request)
 {
     if (!request || !*request) return nbc_fail(MPI_ERR_REQUEST, "nbc_request_free: no request");
     int rc = thread_enter();
     if (rc != MPI_SUCCESS) return rc;
     struct nbc_req *r = *request;
-    if (r->state == REQ_ACTIVE) {
-        rc = nbc_fail(MPI_ERR_REQUEST, "nbc_request_free: the request is active (complete it first)");
+    if (r->state != REQ_INACTIVE && !r->orphan) {
+        rc = nbc_fail(MPI_ERR_REQUEST, "nbc_request_free: the request is active (complete it with nbc_test or "
+                      "nbc_wait first)%s", r->persistent ? "" : "; only persistent requests are freed this way");
     } else {
         req_release(r);
         *request = NBC_REQUEST_NULL;
