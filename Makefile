@@ -6,7 +6,7 @@
 MPI      ?= mpich
 MPI_PACKAGES_mpich   := mpich libmpich-dev
 MPI_PACKAGES_openmpi := openmpi-bin libopenmpi-dev
-PACKAGES := $(MPI_PACKAGES_$(MPI)) flex bison libxxhash-dev libxml2-utils
+PACKAGES := $(MPI_PACKAGES_$(MPI)) flex bison libxxhash-dev libxml2-utils clang
 PREFIX   ?= /usr/local
 BUILD    ?= build
 BINDIR   ?= bin
@@ -27,7 +27,7 @@ LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) \
            $(patsubst $(BUILD)/gen/%.c,$(BUILD)/obj/gen/%.o,$(GEN_SRC))
 
 TESTS    := unit_dsl unit_select unit_reduce unit_cache mpi_allreduce mpi_badargs mpi_runtime mpi_collectives \
-            mpi_total_reduce
+            mpi_total_reduce mpi_lifecycle mpi_threads
 EXAMPLES := overlap
 
 STATIC := $(BUILD)/lib/libnbc.a
@@ -106,13 +106,20 @@ $(BUILD)/tests/%: tests/%.c $(STATIC)
 demo: all
 	$(MPIEXEC) -n 4 $(BINDIR)/overlap
 
-# The whole suite, then again built with AddressSanitizer and UBSan.
+# The whole suite, then again built with AddressSanitizer and UBSan; the thread tests also
+# built with ThreadSanitizer (clang's: gcc 12's crashes at start-up on this kernel).
 SANITIZE := build/sanitize
+TSAN     := build/tsan
+TSAN_CC_mpich   := mpicc.mpich -cc=clang
+TSAN_CC_openmpi := OMPI_CC=clang mpicc.openmpi
 test: all
 	@$(MAKE) --no-print-directory BUILD=$(SANITIZE) BINDIR=$(SANITIZE)/bin \
 	    CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" all > $(SANITIZE).log 2>&1 \
 	    || { tail -n 30 $(SANITIZE).log; exit 1; }
-	@BUILD=$(BUILD) BINDIR=$(BINDIR) SANITIZE_BUILD=$(SANITIZE) sh tests/run.sh
+	@$(MAKE) --no-print-directory BUILD=$(TSAN) BINDIR=$(TSAN)/bin CC="$(TSAN_CC_$(MPI))" \
+	    CFLAGS="-O1 -g -fsanitize=thread" $(TSAN)/tests/mpi_threads > $(TSAN).log 2>&1 \
+	    || { tail -n 30 $(TSAN).log; exit 1; }
+	@BUILD=$(BUILD) BINDIR=$(BINDIR) SANITIZE_BUILD=$(SANITIZE) TSAN_BUILD=$(TSAN) sh tests/run.sh
 
 # The benchmark (bench/): nbc against MPICH on P processes (make bench P=4), results in
 # bench/results/. Its own tools are installed on first use; `make test` needs none of them.

@@ -1,16 +1,20 @@
 #!/bin/sh
 # Instructions per 8-byte allreduce at p = 2 on a warm cache (bench/cgcall.c under callgrind),
 # split into the library's own code (runtime/, interp/, compiler/, dsl/ and the xxHash it calls)
-# and the MPI, UCX and libc code it calls. Usage: sh bench/callgrind.sh BUILD [CALLS]
+# and the MPI, UCX and libc code it calls; with `persistent`, of a persistent request's
+# nbc_start + nbc_wait instead. Usage: sh bench/callgrind.sh BUILD [CALLS] [persistent]
 : "${MPIEXEC:=mpiexec.mpich}"  # the MPI is named: plain mpiexec may be another one
 BUILD=${1:-build}
 calls=${2:-1000}
+mode=${3:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 $MPIEXEC -n 2 valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.%q{PMI_RANK}" --collect-atstart=no \
-    --toggle-collect=cg_start --toggle-collect=cg_finish "$BUILD/bench/cgcall" "$calls" > "$tmp/log" 2>&1 \
+    --toggle-collect=cg_start --toggle-collect=cg_finish "$BUILD/bench/cgcall" "$calls" $mode > "$tmp/log" 2>&1 \
     || { cat "$tmp/log"; exit 1; }
-echo "# callgrind: instructions per call of nbc_iallreduce + nbc_wait (one double, MPI_SUM, p = 2), mean of $calls"
+what="nbc_iallreduce + nbc_wait"
+[ "$mode" = persistent ] && what="nbc_start + nbc_wait of a persistent request"
+echo "# callgrind: instructions per call of $what (one double, MPI_SUM, p = 2), mean of $calls"
 for r in 0 1; do
     callgrind_annotate --threshold=100 "$tmp/cg.$r" | awk -v calls="$calls" -v rank="$r" '
         function num(s) { gsub(",", "", s); return s + 0 }

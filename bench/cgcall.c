@@ -1,20 +1,24 @@
 /* cgcall: the call path callgrind counts (bench/callgrind.sh): an 8-byte allreduce (one double,
- * MPI_SUM, automatic selection) on a warm cache, `calls` times. Only cg_start and cg_finish are
+ * MPI_SUM, automatic selection) on a warm cache, `calls` times; with `persistent`, the start and
+ * wait of one persistent request made by nbc_allreduce_init instead. Only cg_start and cg_finish are
  * counted. Between them every rank exchanges a message with its neighbours: the peers' data,
  * sent before, has then arrived too (MPICH's barrier would not do: within a node it goes
  * through shared memory, past the network layer), so nbc_wait finds it there and the count
  * does not depend on how long the peer took.
  *     mpiexec -n 2 valgrind --tool=callgrind --collect-atstart=no --toggle-collect=cg_start
- *         --toggle-collect=cg_finish ./cgcall [calls] */
+ *         --toggle-collect=cg_finish ./cgcall [calls] [persistent] */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "nbc.h"
 
 static double in, out;
+static int persistent;
 
 __attribute__((noinline)) int cg_start(nbc_request *r)
 {
+    if (persistent) return nbc_start(r);
     return nbc_iallreduce(&in, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, r);
 }
 
@@ -24,6 +28,7 @@ int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     int calls = argc > 1 ? atoi(argv[1]) : 1000, rank, p, bad = 0;
+    persistent = argc > 2 && !strcmp(argv[2], "persistent");
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &p);
     in = rank + 1;
@@ -32,6 +37,7 @@ int main(int argc, char **argv)
         nbc_iallreduce(&in, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r);
         nbc_wait(&r);
     }
+    if (persistent) nbc_allreduce_init(&in, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &r);
     for (int i = 0; i < calls; i++) {
         int rc = cg_start(&r);
         int token = i;
@@ -40,7 +46,8 @@ int main(int argc, char **argv)
         rc |= cg_finish(&r);
         bad |= rc != MPI_SUCCESS || out != p * (p + 1) / 2.0;
     }
-    if (rank == 0) printf("cgcall: %d calls, p = %d: %s\n", calls, p, bad ? "WRONG" : "ok");
+    if (persistent) nbc_request_free(&r);
+    if (rank == 0) printf("cgcall: %d %s, p = %d: %s\n", calls, persistent ? "persistent starts" : "calls", p, bad ? "WRONG" : "ok");
     nbc_finalize();
     MPI_Finalize();
     return bad;

@@ -5,7 +5,10 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "../compiler/disasm.h"
 
 #include "internal.h"
 #include "calls.h"
@@ -114,6 +117,26 @@ static int check_call(const call *c, int size, int rank, MPI_Aint *esize, const 
     return MPI_SUCCESS;
 }
 
+/* NBC_TRACE=1 prints which schedule and program each call runs, one line a call, on stderr;
+ * NBC_TRACE=2 adds the program, as `nbcc dump` shows it. */
+static int trace_level(void)
+{
+    static int level = -1;
+    if (level < 0) {
+        const char *v = getenv("NBC_TRACE");
+        level = v && *v >= '0' && *v <= '9' ? atoi(v) : 0;
+    }
+    return level;
+}
+
+static void trace(const call *c, const compile_args *a, const nbc_program *prog)
+{
+    fprintf(stderr, "nbc: trace: rank %d of %d: %s count %lld, %lld-byte elements%s: %s, %u rounds, %u instructions\n",
+            (int)a->rank, (int)a->p, c->fn, (long long)a->count, (long long)a->esize, a->inplace ? ", in place" : "",
+            prog->name, prog->nrounds, prog->ninsns);
+    if (trace_level() > 1) prog_disasm(prog, stderr);
+}
+
 /* A request for the call, not started: everything but its tag. chunk_bytes > 0 cuts a
  * large commutative allreduce into rounds of that many bytes (the segmented ring), so that
  * a request of higher priority waits at most one such round. */
@@ -151,6 +174,7 @@ int call_prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out)
     cache_entry *entry;
     if ((rc = select_program(c->coll, &args, chunked, &entry))) return rc;
     const nbc_program *prog = cache_entry_program(entry);
+    if (trace_level() > 0) trace(c, &args, prog);
 
     struct nbc_req *r = req_get(prog->scratch, (int)prog->max_round_comms);
     if (!r) {
@@ -183,7 +207,7 @@ void call_launch(struct nbc_req *r)
     r->st.err = MPI_SUCCESS;
     r->error[0] = '\0';
     if (r->any_order) {
-        r->st.tag = (int)(r->id % r->cs->tag_space);
+        r->st.tag = (int)(r->id % (r->cs->tag_space - STALL_TAGS));
     } else {
         r->st.tag = comm_next_tag(r->cs);
         if (check_enabled()) check_begin(r);

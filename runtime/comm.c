@@ -49,6 +49,22 @@ static int delete_state(MPI_Comm comm, int key, void *attr, void *extra)
 }
 
 void comm_hold(comm_state *cs) { cs->refs++; }
+comm_state *comm_first(void) { return all; }
+
+void comm_add_any(comm_state *cs, struct nbc_req *r)
+{
+    r->cs_next = cs->persistent;
+    cs->persistent = r;
+}
+
+void comm_remove_any(comm_state *cs, struct nbc_req *r)
+{
+    for (struct nbc_req **at = &cs->persistent; *at; at = &(*at)->cs_next)
+        if (*at == r) {
+            *at = r->cs_next;
+            return;
+        }
+}
 
 void comm_drop(comm_state *cs)
 {

@@ -29,7 +29,7 @@ struct comm_state {
     uint64_t tag_space;   /* tags are seq modulo this */
     uint32_t any_ids;     /* any-order requests made on it so far: the next one's tag */
     int refs;             /* requests that use it: it outlives MPI_Comm_free until they end */
-    struct nbc_req *persistent; /* its persistent requests, by id, for stall reports */
+    struct nbc_req *persistent; /* its any-order requests, for stall reports */
     comm_state *prev, *next;
 };
 int comm_init(void);
@@ -42,6 +42,9 @@ int comm_want_any(comm_state *cs);                   /* starts the any-order dup
  * pending duplication). */
 int comm_ready(comm_state *cs, int any);
 void comm_hold(comm_state *cs);
+comm_state *comm_first(void);   /* every communicator's state, through ->next */
+void comm_add_any(comm_state *cs, struct nbc_req *r);    /* lists an any-order request */
+void comm_remove_any(comm_state *cs, struct nbc_req *r);
 void comm_drop(comm_state *cs); /* frees it when the application freed its communicator */
 
 /* Calls the library from inside a public call (the lock held): initializes on first use. */
@@ -75,7 +78,9 @@ struct nbc_req {
     uint32_t id;            /* any-order: its tag; persistent: its index among cs's requests */
     uint64_t starts;        /* how often it was started */
     long last_moved_ns;     /* when it last got further (priorities), or was started */
-    long started_ns;        /* when this start began (stall reports) */
+    long started_ns;        /* when this start was first seen active (stall reports) */
+    uint64_t seen_starts;   /* the start that started_ns belongs to */
+    int reported;           /* this start's stall was reported */
     char name[48];          /* nbc_name, or "" */
     call_signature sig;
     struct nbc_check *check; /* NBC_CHECK: the agreement before the program, or NULL */
@@ -112,6 +117,20 @@ int thread_is_multiple(void);
 /* ---- stall reports (stall.c) ---- */
 void stall_init(void);
 void stall_poll(void);             /* from progress passes that moved nothing; cheap */
+void stall_forget(struct nbc_req *r); /* r goes away */
+int stall_query_tag(const comm_state *cs); /* the top two tags of cs->any are the reports' */
+#define STALL_TAGS 2
+
+/* The body of a public call: takes the lock, initializes on first use, returns what expr
+ * does. */
+#define NBC_PUBLIC(expr)                                  \
+    do {                                                  \
+        int rc_ = thread_enter();                         \
+        if (rc_ != MPI_SUCCESS) return rc_;               \
+        if ((rc_ = nbc_ensure_init()) == MPI_SUCCESS) rc_ = (expr); \
+        thread_leave();                                   \
+        return rc_;                                       \
+    } while (0)
 
 /* ---- time ---- */
 long now_ns(void);

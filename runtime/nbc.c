@@ -135,7 +135,7 @@ int nbc_finalize(void)
 int nbc_progress(void)
 {
     int rc = thread_enter();
-    if (rc != MPI_SUCCESS) return rc;
+    if (rc != MPI_SUCCESS) return -rc;
     int moved = 0, completed = initialized ? req_progress_all(&moved) : 0;
     if (initialized && !moved) stall_poll();
     thread_leave();

@@ -2,8 +2,9 @@
  *
  * Every call is shaped like its MPI counterpart and returns an MPI error code (MPI_SUCCESS on
  * success). The library must be used between MPI_Init and MPI_Finalize; nbc_init is optional
- * (the first call initializes), nbc_finalize frees everything and must come before
- * MPI_Finalize. Calls are not thread-safe: use the library from one thread at a time.
+ * (the first call initializes), and so is nbc_finalize (MPI_Finalize shuts the library down
+ * otherwise). Under MPI_THREAD_MULTIPLE any thread may call at any time; under a lower thread
+ * level a call from a second thread, or two at once, is refused with MPI_ERR_OTHER.
  */
 #ifndef NBC_H
 #define NBC_H
@@ -19,6 +20,10 @@ typedef struct nbc_req *nbc_request;
 #define NBC_REQUEST_NULL ((nbc_request)0)
 
 int nbc_init(void);
+/* Frees everything. With requests still active it fails with MPI_ERR_PENDING and shuts
+ * nothing down (complete them and call it again). Requests the application still holds then
+ * (completed but not yet tested, or inactive persistent ones) can still be tested (a completed
+ * one reports its result) and freed, never started. */
 int nbc_finalize(void);
 
 /* Like MPI_Iallreduce. sendbuf may be MPI_IN_PLACE. The buffers must stay valid and the
@@ -98,7 +103,9 @@ int nbc_set_priority(nbc_request request, int priority);
 int nbc_progress_thread(int on);
 
 /* Advance every active request as far as it can go without blocking. Returns the number of
- * requests that completed in this call (>= 0) or, should MPI fail, an MPI error code < 0. */
+ * requests that completed in this call (>= 0), or minus an MPI error code (< 0) when the call
+ * is refused (a second thread without MPI_THREAD_MULTIPLE); a failed collective reports its
+ * error when it is tested or waited for. */
 int nbc_progress(void);
 
 /* Like MPI_Test / MPI_Wait / MPI_Waitall: a completed request is released and set to
@@ -136,7 +143,7 @@ int nbc_load_tuning(const char *path);
  * writes it). A forced schedule (nbc_set_schedule) overrides both. */
 int nbc_set_selection(const char *mode);
 
-/* The message of the last error the library reported (empty when none). */
+/* The message of the last error the library reported to this thread (empty when none). */
 const char *nbc_error_message(void);
 
 typedef struct {

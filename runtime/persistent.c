@@ -96,6 +96,7 @@ static int init_request(const call *c, MPI_Info info, nbc_request *request)
     r->priority = r->next_priority = o.priority;
     memcpy(r->name, o.name, sizeof r->name);
     r->id = o.any_order ? r->cs->any_ids++ : 0;
+    if (o.any_order) comm_add_any(r->cs, r);
     *request = r;
     return MPI_SUCCESS;
 }

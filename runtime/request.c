@@ -121,7 +121,8 @@ struct nbc_req *req_get(size_t scratch, int nreqs)
     r->cs = NULL;
     r->persistent = r->any_order = r->free_when_done = r->orphan = 0;
     r->priority = r->next_priority = 0;
-    r->starts = 0;
+    r->starts = r->seen_starts = 0;
+    r->reported = 0;
     r->name[0] = r->error[0] = '\0';
     r->check = NULL;
     live_add(r);
@@ -140,8 +141,10 @@ void req_release(struct nbc_req *r)
     if (r->state == REQ_ACTIVE) unlink_active(r);
     live_remove(r);
     check_free(r);
+    stall_forget(r);
     if (r->entry) cache_release(select_cache(), r->entry);
     r->entry = NULL;
+    if (r->cs && r->any_order) comm_remove_any(r->cs, r);
     if (r->cs) comm_drop(r->cs);
     r->cs = NULL;
     if (pooled >= POOL_MAX) {
@@ -192,7 +195,7 @@ void req_start(struct nbc_req *r)
     }
     r->state = REQ_ACTIVE;
     r->starts++;
-    r->started_ns = r->last_moved_ns = active && active->priority != r->priority ? now_ns() : 0;
+    r->last_moved_ns = active && active->priority != r->priority ? now_ns() : 0;
     insert_active(r);
     int s = step(r, !active || r == active || active->priority == r->priority);
     if (s == INTERP_DONE) {
@@ -254,8 +257,10 @@ void req_finalize(void)
             req_fail(r, MPI_ERR_PENDING, "the request was still active at MPI_Finalize");
         }
         check_free(r);
+        stall_forget(r);
         if (r->entry) cache_release(select_cache(), r->entry);
         r->entry = NULL;
+        if (r->cs && r->any_order) comm_remove_any(r->cs, r);
         if (r->cs) comm_drop(r->cs);
         r->cs = NULL;
         r->st.prog = NULL;

@@ -37,6 +37,7 @@ static sim_model model;
 static int select_mode_set(const char *text);
 static int parse_forcing(nbc_collective coll, const char *spec, forcing *f);
 static int load_model_file(const char *path);
+static int load_tuning(const char *path);
 
 sched_lib *select_library(void) { return lib; }
 cache *select_cache(void) { return programs; }
@@ -83,7 +84,7 @@ int select_init(void)
         return report(MPI_ERR_INTERN, &d, "the built-in rules do not parse:\n");
     diag_free(&d);
     const char *v;
-    if ((v = getenv("NBC_TUNING")) && *v && (rc = nbc_load_tuning(v)) != MPI_SUCCESS) return rc;
+    if ((v = getenv("NBC_TUNING")) && *v && (rc = load_tuning(v)) != MPI_SUCCESS) return rc;
     if ((v = getenv("NBC_MODEL_FILE")) && *v && (rc = load_model_file(v)) != MPI_SUCCESS) return rc;
     if ((v = getenv("NBC_SELECT")) && *v && (rc = select_mode_set(v)) != MPI_SUCCESS) return rc;
     for (int c = 0; c < COLL_COUNT_; c++) {
@@ -111,10 +112,9 @@ void select_finalize(void)
     memset(forced, 0, sizeof forced);
 }
 
-int nbc_load_schedules(const char *path)
+static int load_schedules(const char *path)
 {
-    int rc = nbc_init();
-    if (rc != MPI_SUCCESS) return rc;
+    int rc;
     if (!path) return nbc_fail(MPI_ERR_ARG, "nbc_load_schedules: path is NULL");
     diag d;
     diag_init(&d);
@@ -146,10 +146,8 @@ int select_force(nbc_collective coll, const char *spec)
     return rc;
 }
 
-int nbc_set_schedule(const char *collective, const char *name)
+static int set_schedule(const char *collective, const char *name)
 {
-    int rc = nbc_init();
-    if (rc != MPI_SUCCESS) return rc;
     int c = collective ? collective_from_name(collective) : -1;
     if (c < 0) return nbc_fail(MPI_ERR_ARG, "unknown collective '%s'", collective ? collective : "(null)");
     return select_force((nbc_collective)c, name);
@@ -244,17 +242,14 @@ static int load_model_file(const char *path)
     return rc == MPI_SUCCESS ? MPI_SUCCESS : nbc_fail(rc, "NBC_MODEL_FILE %s: %s", path, err);
 }
 
-int nbc_set_selection(const char *text)
+static int set_selection(const char *text)
 {
-    int rc = nbc_init();
-    if (rc != MPI_SUCCESS) return rc;
     return text ? select_mode_set(text) : nbc_fail(MPI_ERR_ARG, "nbc_set_selection: NULL mode");
 }
 
-int nbc_load_tuning(const char *path)
+static int load_tuning(const char *path)
 {
-    int rc = nbc_init();
-    if (rc != MPI_SUCCESS) return rc;
+    int rc;
     if (!path) return nbc_fail(MPI_ERR_ARG, "nbc_load_tuning: path is NULL");
     diag d;
     diag_init(&d);
@@ -266,13 +261,19 @@ int nbc_load_tuning(const char *path)
     return MPI_SUCCESS;
 }
 
-int nbc_get_cache_stats(nbc_cache_stats *stats)
+static int get_cache_stats(nbc_cache_stats *stats)
 {
-    int rc = nbc_init();
-    if (rc != MPI_SUCCESS) return rc;
     if (!stats) return nbc_fail(MPI_ERR_ARG, "stats is NULL");
     cache_stats s;
     cache_get_stats(programs, &s);
     *stats = (nbc_cache_stats){s.hits, s.misses, s.evictions, s.entries, s.bytes, s.max_entries, s.max_bytes};
     return MPI_SUCCESS;
 }
+
+/* ---- the public calls: under the process lock, the library initialized ---- */
+
+int nbc_load_schedules(const char *path) { NBC_PUBLIC(load_schedules(path)); }
+int nbc_set_schedule(const char *collective, const char *name) { NBC_PUBLIC(set_schedule(collective, name)); }
+int nbc_set_selection(const char *text) { NBC_PUBLIC(set_selection(text)); }
+int nbc_load_tuning(const char *path) { NBC_PUBLIC(load_tuning(path)); }
+int nbc_get_cache_stats(nbc_cache_stats *stats) { NBC_PUBLIC(get_cache_stats(stats)); }

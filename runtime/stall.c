@@ -1,3 +1,191 @@
+/* Stall reports, like Horovod's stall inspector: when an any-order request has been active for
+ * NBC_STALL_WARNING seconds (default 60; 0 turns reports off), this rank asks the others, on
+ * the request's own communicator, how often each has started it, and prints which ranks have
+ * started it and which have not:
+ *
+ *   nbc: stall: request 'layer3.weight' (id 5, allreduce of 4194304 bytes) has waited 60.0 s on
+ *   rank 0 at start 12: started by ranks 0,1,3; not started by rank 2 (at start 11)
+ *
+ * It costs nothing on the fast path: the clock is read here only, from progress passes that
+ * moved nothing, at most every STALL_POLL_NS, and a start is noticed by its start count
+ * changing. Queries are answered from the same passes (so a rank busy outside the library,
+ * with no progress thread, answers late: the report then names it as not answering). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "internal.h"
-void stall_init(void) {}
-void stall_poll(void) {}
+
+#define STALL_POLL_NS 100000000L  /* 0.1 s */
+#define ANSWER_WAIT_NS 2000000000L /* how long a report waits for answers */
+
+typedef struct {
+    uint32_t id;
+    uint32_t active;
+    uint64_t starts;
+} stall_msg;
+
+/* One report being gathered (at most one at a time per process: stalls are rare). */
+static struct {
+    struct nbc_req *r;
+    long asked_ns;
+    int n;                       /* ranks asked: all but this one */
+    stall_msg query, *answers;
+    MPI_Request *reqs;           /* n sends of the query, then n receives of the answers */
+} report;
+
+static long threshold_ns = -1, last_poll_ns;
+
+void stall_init(void)
+{
+    const char *v = getenv("NBC_STALL_WARNING");
+    double s = v && *v ? atof(v) : 60.0;
+    threshold_ns = s > 0 ? (long)(s * 1e9) : 0;
+}
+
+int stall_query_tag(const comm_state *cs) { return (int)(cs->tag_space - 1); }
+static int answer_tag(const comm_state *cs) { return (int)(cs->tag_space - STALL_TAGS); }
+
+static struct nbc_req *find(comm_state *cs, uint32_t id)
+{
+    for (struct nbc_req *r = cs->persistent; r; r = r->cs_next)
+        if (r->id == id) return r;
+    return NULL;
+}
+
+/* Answers every query waiting on cs's any-order communicator. */
+static void answer(comm_state *cs)
+{
+    for (;;) {
+        int flag = 0;
+        MPI_Status st;
+        if (MPI_Iprobe(MPI_ANY_SOURCE, stall_query_tag(cs), cs->any, &flag, &st) != MPI_SUCCESS || !flag) return;
+        stall_msg q, a = {0};
+        MPI_Recv(&q, (int)sizeof q, MPI_BYTE, st.MPI_SOURCE, stall_query_tag(cs), cs->any, MPI_STATUS_IGNORE);
+        struct nbc_req *r = find(cs, q.id);
+        a.id = q.id;
+        a.starts = r ? r->starts : 0;
+        a.active = r && r->state == REQ_ACTIVE;
+        /* small and answered at most once per query: a blocking send would only wait for MPI's
+         * eager buffer, which such a message always fits */
+        MPI_Send(&a, (int)sizeof a, MPI_BYTE, st.MPI_SOURCE, answer_tag(cs), cs->any);
+    }
+}
+
+static void ask(struct nbc_req *r, long now)
+{
+    comm_state *cs = r->cs;
+    int n = cs->size - 1;
+    report.answers = calloc((size_t)n + 1, sizeof *report.answers);
+    report.reqs = calloc(2 * (size_t)n + 1, sizeof *report.reqs);
+    if (!report.answers || !report.reqs) {
+        free(report.answers), free(report.reqs);
+        report.answers = NULL, report.reqs = NULL;
+        return;
+    }
+    report.r = r;
+    report.n = n;
+    report.asked_ns = now;
+    report.query = (stall_msg){.id = r->id, .active = 1, .starts = r->starts};
+    for (int k = 0, j = 0; j < cs->size; j++) {
+        if (j == cs->rank) continue;
+        MPI_Isend(&report.query, (int)sizeof report.query, MPI_BYTE, j, stall_query_tag(cs), cs->any, &report.reqs[k]);
+        MPI_Irecv(&report.answers[k], (int)sizeof *report.answers, MPI_BYTE, j, answer_tag(cs), cs->any,
+                  &report.reqs[n + k]);
+        k++;
+    }
+}
+
+static void append_rank(char *s, size_t size, int rank, int *first)
+{
+    size_t l = strlen(s);
+    if (l + 16 < size) snprintf(s + l, size - l, "%s%d", *first ? "" : ",", rank);
+    *first = 0;
+}
+
+static void print_report(long now)
+{
+    struct nbc_req *r = report.r;
+    comm_state *cs = r->cs;
+    char started[512] = "", missing[1024] = "", silent[512] = "";
+    int fs = 1, fm = 1, fq = 1;
+    for (int k = 0, j = 0; j < cs->size; j++) {
+        if (j == cs->rank) {
+            append_rank(started, sizeof started, j, &fs);
+            continue;
+        }
+        int done = 0;
+        MPI_Test(&report.reqs[report.n + k], &done, MPI_STATUS_IGNORE);
+        const stall_msg *a = &report.answers[k++];
+        if (!done) {
+            append_rank(silent, sizeof silent, j, &fq);
+        } else if (a->starts >= r->starts) {
+            append_rank(started, sizeof started, j, &fs);
+        } else {
+            size_t l = strlen(missing);
+            if (l + 40 < sizeof missing)
+                snprintf(missing + l, sizeof missing - l, "%s%d (at start %llu)", fm ? "" : ", ", j,
+                         (unsigned long long)a->starts);
+            fm = 0;
+        }
+    }
+    fprintf(stderr,
+            "nbc: stall: request '%s' (id %u, %s of %llu bytes) has waited %.1f s on rank %d at start %llu: started by "
+            "rank%s %s%s%s%s%s\n",
+            r->name[0] ? r->name : "(unnamed)", r->id, collective_names[r->sig.coll],
+            (unsigned long long)(r->sig.count * r->sig.esize), (double)(now - r->started_ns) * 1e-9, cs->rank,
+            (unsigned long long)r->starts, strchr(started, ',') ? "s" : "", started, fm ? "" : "; not started by rank ", missing,
+            fq ? "" : "; no answer (busy outside nbc) from ", silent);
+}
+
+static void finish_report(void)
+{
+    for (int i = 0; i < 2 * report.n; i++) {
+        if (report.reqs[i] == MPI_REQUEST_NULL) continue;
+        if (i >= report.n) MPI_Cancel(&report.reqs[i]); /* an answer that never came */
+        MPI_Request_free(&report.reqs[i]);
+    }
+    free(report.answers);
+    free(report.reqs);
+    memset(&report, 0, sizeof report);
+}
+
+void stall_forget(struct nbc_req *r)
+{
+    if (report.r == r) finish_report();
+}
+
+void stall_poll(void)
+{
+    if (threshold_ns <= 0) return;
+    long now = now_ns();
+    if (now - last_poll_ns < STALL_POLL_NS) return;
+    last_poll_ns = now;
+    for (comm_state *cs = comm_first(); cs; cs = cs->next) {
+        if (cs->any == MPI_COMM_NULL || !comm_ready(cs, 1)) continue;
+        answer(cs);
+        for (struct nbc_req *r = cs->persistent; r; r = r->cs_next) {
+            if (r->state != REQ_ACTIVE) continue;
+            if (r->seen_starts != r->starts) { /* a new start: its clock begins now */
+                r->seen_starts = r->starts;
+                r->started_ns = now;
+                r->reported = 0;
+            } else if (!r->reported && !report.r && now - r->started_ns > threshold_ns) {
+                r->reported = 1;
+                ask(r, now);
+            }
+        }
+    }
+    if (report.r) {
+        int done = 1;
+        for (int i = 0; i < report.n; i++) {
+            int flag = 0;
+            MPI_Test(&report.reqs[report.n + i], &flag, MPI_STATUS_IGNORE);
+            done &= flag;
+        }
+        if (done || now - report.asked_ns > ANSWER_WAIT_NS || report.r->state != REQ_ACTIVE) {
+            print_report(now);
+            finish_report();
+        }
+    }
+}

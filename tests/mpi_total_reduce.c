@@ -1,7 +1,8 @@
 /* Total Reduce: persistent requests started in any order on different ranks, with priorities.
  * Run as `mpiexec -n P ./mpi_total_reduce [--sleep] [--requests N] [--iterations I]`, or
  * `NBC_CHECK=1 mpiexec -n P ./mpi_total_reduce --check` for mismatched programs under the
- * debug mode. Prints ok/FAIL lines from rank 0; each rank's verdicts are combined once, at the
+ * debug mode, or `NBC_STALL_WARNING=0.3 ... --withhold` where the last rank starts a request
+ * late (the others print stall reports on stderr). Prints ok/FAIL lines from rank 0; each rank's verdicts are combined once, at the
  * end. Every result is checked exactly: contributions are integers (in int64 or double, both
  * exact here) that cannot cancel. */
 #include <signal.h>
@@ -170,6 +171,12 @@ static void many_requests(int n, int iterations, int sleepy)
     rng_state = 0x2545f4914f6cdd1dull * (uint64_t)(rank + 1);
     int *order = malloc(sizeof(int) * (size_t)n);
     nbc_request *all = malloc(sizeof *all * (size_t)n);
+    /* plain collectives mixed in, started in the same order everywhere (every 64th start) */
+    enum { PLAIN_EVERY = 64, PLAIN_COUNT = 97 };
+    int nplain = (n + PLAIN_EVERY - 1) / PLAIN_EVERY;
+    int64_t *plain_in = malloc(sizeof(int64_t) * PLAIN_COUNT * (size_t)(nplain + 1));
+    int64_t *plain_out = malloc(sizeof(int64_t) * PLAIN_COUNT * (size_t)(nplain + 1));
+    nbc_request *plain = malloc(sizeof *plain * (size_t)(nplain + 1));
     for (int it = 0; it < iterations && rc == MPI_SUCCESS && bad < 0; it++) {
         for (int k = 0; k < n; k++) fill(&ts[k], k, it), order[k] = k;
         for (int k = n - 1; k > 0; k--) { /* this rank's own start order */
@@ -177,6 +184,12 @@ static void many_requests(int n, int iterations, int sleepy)
             order[k] = order[j], order[j] = x;
         }
         for (int k = 0; k < n && rc == MPI_SUCCESS; k++) {
+            if (k % PLAIN_EVERY == 0) {
+                int64_t *in = plain_in + PLAIN_COUNT * (k / PLAIN_EVERY), *out = plain_out + PLAIN_COUNT * (k / PLAIN_EVERY);
+                for (int i = 0; i < PLAIN_COUNT; i++) in[i] = input(rank, n + k, it, i);
+                rc = nbc_iallreduce(in, out, PLAIN_COUNT, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, &plain[k / PLAIN_EVERY]);
+                if (rc != MPI_SUCCESS) break;
+            }
             tensor *t = &ts[order[k]];
             if ((rc = nbc_set_priority(t->req, rnd_below(4))) != MPI_SUCCESS) break;
             rc = nbc_start(&t->req);
@@ -204,14 +217,19 @@ static void many_requests(int n, int iterations, int sleepy)
                 if (sleepy && left) usleep(50);
             }
         }
+        if (rc == MPI_SUCCESS) rc = nbc_waitall(nplain, plain);
         for (int k = 0; k < n && bad < 0 && rc == MPI_SUCCESS; k++)
             if (!verify(&ts[k], k, it)) bad = k, bad_it = it;
+        for (int j = 0; j < nplain && bad < 0 && rc == MPI_SUCCESS; j++)
+            for (int i = 0; i < PLAIN_COUNT; i++)
+                if (plain_out[PLAIN_COUNT * j + i] != expected(n + j * PLAIN_EVERY, it, i)) bad = n + j, bad_it = it;
     }
     char name[200];
-    snprintf(name, sizeof name, "%d any-order requests (0 .. 8 MiB), %d iterations, random orders, priorities and waits%s",
+    snprintf(name, sizeof name,
+             "%d any-order requests (0 .. 8 MiB) and plain allreduces mixed, %d iterations, random orders, priorities and waits%s",
              n, iterations, sleepy ? ", ranks sleeping between starts" : "");
     check(rc == MPI_SUCCESS && bad < 0, strdup(name), "rc %d (%s); tensor %d (count %d) wrong at iteration %d", rc,
-          nbc_error_message(), bad, bad >= 0 ? ts[bad].count : 0, bad_it);
+          nbc_error_message(), bad, bad >= 0 && bad < n ? ts[bad].count : PLAIN_COUNT, bad_it);
     for (int k = 0; k < n; k++) {
         nbc_request_free(&ts[k].req);
         if (!ts[k].inplace) free(ts[k].in);
@@ -220,6 +238,9 @@ static void many_requests(int n, int iterations, int sleepy)
     free(ts);
     free(order);
     free(all);
+    free(plain_in);
+    free(plain_out);
+    free(plain);
 }
 
 /* ---- the deadlock rule: patterns it admits finish ---- */
@@ -452,6 +473,27 @@ static void mismatches(void)
     check(ok, "NBC_CHECK: agreeing collectives still give right results", "rc %d: %s", rc, nbc_error_message());
 }
 
+/* ---- the last rank withholds a start for a while: the others report the stall ---- */
+static void withheld(void)
+{
+    int64_t in = rank + 1, out = 0;
+    nbc_request r;
+    MPI_Info info = any_order_info(0, "withheld.tensor");
+    int rc = nbc_allreduce_init(&in, &out, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, info, &r);
+    MPI_Info_free(&info);
+    if (rank == size - 1) { /* busy elsewhere, but inside the library now and then */
+        double t0 = seconds();
+        while (seconds() - t0 < 1.5) {
+            nbc_progress();
+            usleep(1000);
+        }
+    }
+    if (rc == MPI_SUCCESS) rc = nbc_start(&r);
+    if (rc == MPI_SUCCESS) rc = nbc_wait(&r);
+    check(rc == MPI_SUCCESS && out == (int64_t)size * (size + 1) / 2, "a withheld start completes once it comes", "rc %d", rc);
+    nbc_request_free(&r);
+}
+
 static void on_alarm(int sig)
 {
     (void)sig;
@@ -467,17 +509,20 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     signal(SIGALRM, on_alarm);
     alarm(600);
-    int sleepy = 0, check_mode = 0, n = 1000, iterations = 20;
+    int sleepy = 0, check_mode = 0, withhold = 0, n = 1000, iterations = 20;
     int64_t bulk = 256 << 20;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--sleep")) sleepy = 1;
         else if (!strcmp(argv[i], "--check")) check_mode = 1;
+        else if (!strcmp(argv[i], "--withhold")) withhold = 1;
         else if (!strcmp(argv[i], "--requests") && i + 1 < argc) n = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--iterations") && i + 1 < argc) iterations = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--bulk-mib") && i + 1 < argc) bulk = (int64_t)atoi(argv[++i]) << 20;
     }
     if (check_mode) {
         mismatches();
+    } else if (withhold) {
+        withheld();
     } else {
         opposite_orders();
         persistent_semantics();

@@ -35,7 +35,7 @@ suite() { # NAME COMMAND...: run a program that prints ok/FAIL lines
     fi
 }
 
-run_all() { # BUILD BINDIR TAG ALLREDUCE_PROCS COLLECTIVE_PROCS
+run_all() { # BUILD BINDIR TAG ALLREDUCE_PROCS COLLECTIVE_PROCS TOTAL_REDUCE_ARGS
 BUILD=$1
 BINDIR=$2
 TAG=${3:+$3 }
@@ -106,6 +106,35 @@ done
 for p in $5; do
     ASAN_OPTIONS=detect_leaks=0 suite "mpi_collectives p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_collectives"
 done
+# Total Reduce: any-order persistent requests, priorities, the debug mode, the library's life,
+# threads, and the suites again with the progress thread
+for p in $4; do
+    ASAN_OPTIONS=detect_leaks=0 suite "mpi_total_reduce p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_total_reduce" $6
+done
+for p in 2 3 5; do
+    ASAN_OPTIONS=detect_leaks=0 suite "mpi_total_reduce sleeping p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_total_reduce" \
+        --sleep $6 --bulk-mib 0
+    NBC_CHECK=1 ASAN_OPTIONS=detect_leaks=0 suite "mpi_total_reduce NBC_CHECK p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_total_reduce" --check
+done
+NBC_STALL_WARNING=0.3 ASAN_OPTIONS=detect_leaks=0 timeout 120 $MPIEXEC -n 3 "$BUILD/tests/mpi_total_reduce" --withhold \
+    > "$tmp/out" 2> "$tmp/err"
+grep -q "^ok a withheld start completes" "$tmp/out" &&
+    grep -q "stall: request 'withheld.tensor' (id 0, allreduce of 8 bytes) has waited .* on rank 0 at start 1: started by ranks 0,1; not started by rank 2 (at start 0)" "$tmp/err"
+check "a withheld start: the other ranks report the stall, naming the request and the missing rank" $? "$(cat "$tmp/out" "$tmp/err" | head -n 5)"
+for p in 1 2 3 5; do
+    ASAN_OPTIONS=detect_leaks=0 suite "mpi_lifecycle p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_lifecycle"
+done
+for p in 1 2 3; do
+    for mode in "" --progress-thread; do
+        ASAN_OPTIONS=detect_leaks=0 suite "mpi_threads $mode p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_threads" $mode
+    done
+done
+if [ -z "$TAG" ]; then
+    for p in 2 3; do
+        NBC_PROGRESS_THREAD=1 suite "mpi_collectives NBC_PROGRESS_THREAD=1 p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_collectives"
+        NBC_PROGRESS_THREAD=1 suite "mpi_allreduce NBC_PROGRESS_THREAD=1 p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_allreduce"
+    done
+fi
 # the README's tutorial, as written there
 NBC_SCHEDULE_PATH=examples NBC_ALLREDUCE=star ASAN_OPTIONS=detect_leaks=0 timeout 300 \
     $MPIEXEC -n 4 "$BINDIR/overlap" > "$tmp/out" 2>&1
@@ -113,12 +142,21 @@ grep -q "^summary: 4 ranks.* all verified OK" "$tmp/out"
 check "README tutorial: overlap with the star schedule from NBC_SCHEDULE_PATH" $? "$(tail -n 5 "$tmp/out")"
 }
 
-run_all "${BUILD:-build}" "${BINDIR:-bin}" "" "1 2 3 4 5 6 7 8 9" "$(seq 1 17) 24 32 33"
+run_all "${BUILD:-build}" "${BINDIR:-bin}" "" "1 2 3 4 5 6 7 8 9" "$(seq 1 17) 24 32 33" ""
+if [ -n "$TSAN_BUILD" ]; then
+    TAG="[tsan] "
+    for p in 1 2 3; do
+        for mode in "" --progress-thread; do
+            TSAN_OPTIONS=halt_on_error=1 suite "mpi_threads $mode p=$p" $MPIEXEC -n "$p" "$TSAN_BUILD/tests/mpi_threads" $mode
+        done
+    done
+fi
 if [ -n "$SANITIZE_BUILD" ]; then
     # MPICH's own allocations outlive MPI_Finalize: leak checks only where MPI is absent
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     export ASAN_OPTIONS=detect_leaks=1
-    run_all "$SANITIZE_BUILD" "$SANITIZE_BUILD/bin" "[asan]" "1 2 3 4 5 8" "1 2 3 5 8 13"
+    run_all "$SANITIZE_BUILD" "$SANITIZE_BUILD/bin" "[asan]" "1 2 3 4 5 8" "1 2 3 5 8 13" \
+        "--requests 300 --iterations 5 --bulk-mib 64"
 fi
 
 echo "$passed passed, $failed failed"

@@ -1,0 +1,182 @@
+/* The library's life as MPI defines it for its own objects: nbc_finalize with requests still
+ * active, requests held across nbc_finalize, a communicator freed while a collective on it is
+ * in flight, the library used on MPI_COMM_SELF, initialized again after finalize, and calls
+ * from a second thread when MPI was not initialized for threads.
+ * Run as `mpiexec -n P ./mpi_lifecycle` (P >= 1). Prints ok/FAIL lines from rank 0. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nbc.h"
+
+enum { MAX_CHECKS = 32 };
+static const char *names[MAX_CHECKS];
+static int failed[MAX_CHECKS], nchecks;
+static char why[MAX_CHECKS][240];
+static int rank, size;
+
+static void check(int ok, const char *name, const char *fmt, ...)
+{
+    names[nchecks] = name;
+    failed[nchecks] = !ok;
+    if (!ok) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why[nchecks], sizeof why[nchecks], fmt, ap);
+        va_end(ap);
+    }
+    nchecks++;
+}
+
+static int sum_ok(const int64_t *out, int count, int base)
+{
+    for (int i = 0; i < count; i++)
+        if (out[i] != (int64_t)size * (size - 1) / 2 + (int64_t)size * (base + i)) return 0;
+    return 1;
+}
+
+static void fill(int64_t *in, int count, int base)
+{
+    for (int i = 0; i < count; i++) in[i] = rank + base + i;
+}
+
+static void finalize_with_active_requests(void)
+{
+    int64_t in[1000], out[1000];
+    fill(in, 1000, 1);
+    nbc_request r;
+    int rc = nbc_iallreduce(in, out, 1000, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, &r);
+    /* the request may complete at once at p = 1; otherwise it is active for a while */
+    int rc2 = nbc_finalize();
+    int refused = rc2 == MPI_ERR_PENDING && strstr(nbc_error_message(), "still active");
+    int rc3 = nbc_wait(&r);
+    check(rc == MPI_SUCCESS && (refused || size == 1) && rc3 == MPI_SUCCESS && sum_ok(out, 1000, 1) && r == NBC_REQUEST_NULL,
+          "nbc_finalize with an active request fails with MPI_ERR_PENDING and leaves it valid", "rc %d %d %d: %s", rc, rc2, rc3,
+          nbc_error_message());
+    rc = nbc_finalize();
+    check(rc == MPI_SUCCESS, "nbc_finalize succeeds once the requests are complete", "rc %d: %s", rc, nbc_error_message());
+}
+
+static void requests_across_finalize(void)
+{
+    int64_t in[8], out[8], pin[8], pout[8];
+    fill(in, 8, 2);
+    nbc_request done_untested, persistent;
+    int rc = nbc_iallreduce(in, out, 8, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, &done_untested);
+    if (rc == MPI_SUCCESS) rc = nbc_allreduce_init(pin, pout, 8, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &persistent);
+    /* complete it without reporting it: progress until nothing is active */
+    while (rc == MPI_SUCCESS && nbc_finalize() == MPI_ERR_PENDING) nbc_progress();
+    int flag = 0;
+    int rc2 = nbc_test(&done_untested, &flag);
+    check(rc == MPI_SUCCESS && rc2 == MPI_SUCCESS && flag && done_untested == NBC_REQUEST_NULL && sum_ok(out, 8, 2),
+          "a request completed before nbc_finalize and tested after it reports its result", "rc %d %d flag %d", rc, rc2, flag);
+    rc = nbc_start(&persistent);
+    rc2 = nbc_request_free(&persistent);
+    check(rc == MPI_ERR_REQUEST && rc2 == MPI_SUCCESS && persistent == NBC_REQUEST_NULL,
+          "a persistent request made before nbc_finalize cannot start after it, and is freed", "rc %d %d", rc, rc2);
+}
+
+static void initialized_again(void)
+{
+    int64_t in[33], out[33];
+    fill(in, 33, 3);
+    nbc_request r;
+    int rc = nbc_iallreduce(in, out, 33, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, &r);
+    if (rc == MPI_SUCCESS) rc = nbc_wait(&r);
+    check(rc == MPI_SUCCESS && sum_ok(out, 33, 3), "the library initializes again after nbc_finalize", "rc %d: %s", rc,
+          nbc_error_message());
+}
+
+static void comm_freed_in_flight(void)
+{
+    int ok = 1;
+    for (int round = 0; round < 20 && ok; round++) {
+        MPI_Comm c;
+        MPI_Comm_dup(MPI_COMM_WORLD, &c);
+        int64_t in[3000], out[3000];
+        fill(in, 3000, round);
+        nbc_request r;
+        int rc = nbc_iallreduce(in, out, 3000, MPI_INT64_T, MPI_SUM, c, &r);
+        MPI_Comm_free(&c); /* allowed: the collective completes normally */
+        if (rc == MPI_SUCCESS) rc = nbc_wait(&r);
+        ok = rc == MPI_SUCCESS && sum_ok(out, 3000, round);
+    }
+    check(ok, "MPI_Comm_free with a collective in flight: it completes with the right result", "%s", nbc_error_message());
+}
+
+static void on_comm_self(void)
+{
+    int64_t in[4] = {1, 2, 3, 4}, out[4];
+    nbc_request r;
+    int rc = nbc_iallreduce(in, out, 4, MPI_INT64_T, MPI_SUM, MPI_COMM_SELF, &r);
+    if (rc == MPI_SUCCESS) rc = nbc_wait(&r);
+    int rc2 = nbc_finalize();
+    check(rc == MPI_SUCCESS && rc2 == MPI_SUCCESS && out[3] == 4,
+          "the library on MPI_COMM_SELF, then nbc_finalize (then MPI_Finalize, at the end)", "rc %d %d", rc, rc2);
+    /* and once more, left for MPI_Finalize to clean up */
+    rc = nbc_iallreduce(in, out, 4, MPI_INT64_T, MPI_SUM, MPI_COMM_SELF, &r);
+    if (rc == MPI_SUCCESS) rc = nbc_wait(&r);
+}
+
+static int thread_rc;
+static char thread_msg[400];
+static void *second_thread(void *arg)
+{
+    (void)arg;
+    int64_t in = 1, out;
+    nbc_request r = NBC_REQUEST_NULL;
+    thread_rc = nbc_iallreduce(&in, &out, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_SELF, &r);
+    snprintf(thread_msg, sizeof thread_msg, "%s", nbc_error_message());
+    if (thread_rc == MPI_SUCCESS) nbc_wait(&r);
+    return NULL;
+}
+
+static void second_thread_refused(void)
+{
+    int provided;
+    MPI_Query_thread(&provided);
+    pthread_t t;
+    pthread_create(&t, NULL, second_thread, NULL);
+    pthread_join(t, NULL);
+    check(provided == MPI_THREAD_MULTIPLE || (thread_rc == MPI_ERR_OTHER && strstr(thread_msg, "MPI_THREAD_MULTIPLE")),
+          "a call from a second thread without MPI_THREAD_MULTIPLE is refused, saying why", "provided %d, rc %d: %s",
+          provided, thread_rc, thread_msg);
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char m[] = "FAIL mpi_lifecycle: timed out (a hang)\n";
+    if (write(1, m, sizeof m - 1) < 0) _exit(3);
+    _exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    signal(SIGALRM, on_alarm);
+    alarm(300);
+    finalize_with_active_requests();
+    requests_across_finalize();
+    initialized_again();
+    comm_freed_in_flight();
+    second_thread_refused();
+    on_comm_self();
+    int mine[MAX_CHECKS], any[MAX_CHECKS];
+    for (int i = 0; i < nchecks; i++) mine[i] = failed[i];
+    MPI_Allreduce(mine, any, nchecks, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    for (int i = 0; i < nchecks; i++) {
+        if (failed[i]) printf("FAIL %s p=%d: rank %d: %s\n", names[i], size, rank, why[i]);
+        else if (rank == 0 && !any[i]) printf("ok %s p=%d\n", names[i], size);
+    }
+    fflush(stdout);
+    MPI_Finalize();
+    return 0;
+}
