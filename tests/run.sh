@@ -1,37 +1,63 @@
 #!/bin/sh
-# Runs every test and ends with one line "N passed, N failed". Each test program prints
-# "ok NAME" or "FAIL NAME: why" per check; this script adds its own checks of nbcc.
+# Runs every test and ends with one line "N passed, N failed" (N counts single checks).
+# Each test program prints "ok NAME" or "FAIL NAME: why" per check; this script adds its own
+# checks of nbcc. What it prints is TAP (`prove` reads it): one line per suite with its count
+# of checks and its time, failures spelled out below it as comments; every check's own line
+# goes to the log (TEST_LOG, default build/test.log).
 # The suite runs on the normal build, then, when SANITIZE_BUILD names a build made with
-# AddressSanitizer and UBSan, again there (names tagged [asan], fewer process counts).
-# Environment: BUILD and BINDIR (where `make` put things), SANITIZE_BUILD.
+# AddressSanitizer and UBSan, again there (names tagged [asan], fewer process counts), and
+# the thread tests on TSAN_BUILD.
+# Environment: BUILD and BINDIR (where `make` put things), SANITIZE_BUILD, TSAN_BUILD.
 : "${MPIEXEC:=mpiexec.mpich}"  # the MPI is named: plain mpiexec may be another one
+: "${TEST_LOG:=build/test.log}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$(dirname "$TEST_LOG")"
+: > "$TEST_LOG"
 passed=0
 failed=0
+tap=0 # TAP test points printed so far
 
 check() { # NAME STATUS [WHY]: record one check
+    tap=$((tap + 1))
     if [ "$2" -eq 0 ]; then
         passed=$((passed + 1))
-        echo "ok $TAG$1"
+        echo "ok $tap - $TAG$1"
+        echo "ok $TAG$1" >> "$TEST_LOG"
     else
         failed=$((failed + 1))
-        echo "FAIL $TAG$1${3:+: $3}"
+        echo "not ok $tap - $TAG$1"
+        [ -n "${3:-}" ] && printf '%s\n' "$3" | head -n 20 | sed 's/^/#   /'
+        echo "FAIL $TAG$1${3:+: $3}" >> "$TEST_LOG"
     fi
 }
 
-suite() { # NAME COMMAND...: run a program that prints ok/FAIL lines
-    name=$1
+# NAME COMMAND...: run a program that prints ok/FAIL lines. Its variables are prefixed s_:
+# sh has no locals, and callers loop over p.
+suite() {
+    s_name=$1
     shift
+    s_t0=$(date +%s)
     timeout 900 "$@" > "$tmp/out" 2> "$tmp/err"
-    rc=$?
-    sed "s/^\(ok\|FAIL\) /\1 $TAG/" "$tmp/out" | grep -E '^(ok|FAIL) '
-    p=$(grep -c '^ok ' "$tmp/out")
-    f=$(grep -c '^FAIL ' "$tmp/out")
-    passed=$((passed + p))
-    failed=$((failed + f))
-    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] || [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
-        check "$name" 1 "exited with status $rc and no failed check: $(tail -n 5 "$tmp/err" | tr '\n' ' ')"
+    s_rc=$?
+    s_time=$(($(date +%s) - s_t0))
+    sed "s/^\(ok\|FAIL\) /\1 $TAG/" "$tmp/out" | grep -E '^(ok|FAIL) ' >> "$TEST_LOG"
+    s_ok=$(grep -c '^ok ' "$tmp/out")
+    s_bad=$(grep -c '^FAIL ' "$tmp/out")
+    passed=$((passed + s_ok))
+    failed=$((failed + s_bad))
+    tap=$((tap + 1))
+    if [ "$s_bad" -eq 0 ] && { [ "$s_rc" -ne 0 ] || [ "$s_ok" -eq 0 ]; }; then
+        failed=$((failed + 1))
+        echo "not ok $tap - $TAG$s_name: exited with status $s_rc and no failed check ($s_time s)"
+        tail -n 5 "$tmp/err" | sed 's/^/#   /'
+        echo "FAIL $TAG$s_name: exited with status $s_rc" >> "$TEST_LOG"
+    elif [ "$s_bad" -eq 0 ]; then
+        echo "ok $tap - $TAG$s_name: $s_ok checks ($s_time s)"
+    else
+        echo "not ok $tap - $TAG$s_name: $s_bad of $((s_ok + s_bad)) checks failed ($s_time s)"
+        grep '^FAIL ' "$tmp/out" | head -n 20 | sed 's/^/#   /'
+        tail -n 3 "$tmp/err" | sed 's/^/#   stderr: /'
     fi
 }
 
@@ -159,5 +185,6 @@ if [ -n "$SANITIZE_BUILD" ]; then
         "--requests 300 --iterations 5 --bulk-mib 64"
 fi
 
+echo "1..$tap"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
