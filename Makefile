@@ -33,6 +33,10 @@ EXAMPLES := overlap
 STATIC := $(BUILD)/lib/libnbc.a
 SHARED := $(BUILD)/lib/libnbc.so
 NBCC   := $(BINDIR)/nbcc
+# Every object with every symbol, for what is built here and reaches inside (nbcc, the unit
+# tests, the kernel benchmark). The installed libraries export only what nbc.h declares.
+INTERNAL := $(BUILD)/lib/libnbc-internal.a
+EXPORTS  := $(BUILD)/gen/exports.txt
 
 .PHONY: all demo test install clean deps docs
 all: $(STATIC) $(SHARED) $(NBCC) $(EXAMPLES:%=$(BINDIR)/%) $(TESTS:%=$(BUILD)/tests/%)
@@ -77,27 +81,47 @@ $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLFLAGS) -Wno-unused-function -Wno-sign-compare -fPIC -MMD -MP -c $< -o $@
 
-$(STATIC): $(LIB_OBJ)
+$(EXPORTS): runtime/nbc.h tools/exports.sh
+	@mkdir -p $(dir $@)
+	sh tools/exports.sh runtime/nbc.h > $@
+
+$(INTERNAL): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@
 	ar rcs $@ $^
 
-$(SHARED): $(LIB_OBJ)
+# One relocatable object whose only global definitions are nbc.h's functions: an application
+# may define its own comm_init or cache_create and still link statically.
+$(STATIC): $(LIB_OBJ) $(EXPORTS)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -Wl,-soname,libnbc.so.0 -o $@ $^ $(LDLIBS)
+	rm -f $@
+	ld -r -o $(BUILD)/lib/libnbc.o $(LIB_OBJ)
+	objcopy --keep-global-symbols=$(EXPORTS) $(BUILD)/lib/libnbc.o
+	ar rcs $@ $(BUILD)/lib/libnbc.o
 
-$(NBCC): tools/nbcc.c tools/nbcc_select.c $(STATIC)
+$(SHARED): $(LIB_OBJ) $(EXPORTS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLFLAGS) -MMD -MP tools/nbcc.c tools/nbcc_select.c $(STATIC) $(LDLIBS) -o $@
+	{ echo '{ global:'; sed 's/$$/;/' $(EXPORTS); echo 'local: *; };'; } > $(BUILD)/lib/libnbc.map
+	$(CC) -shared -Wl,-soname,libnbc.so.0 -Wl,--version-script=$(BUILD)/lib/libnbc.map -o $@ $(LIB_OBJ) $(LDLIBS)
+	ln -sf libnbc.so $(BUILD)/lib/libnbc.so.0
+
+$(NBCC): tools/nbcc.c tools/nbcc_select.c $(INTERNAL)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLFLAGS) -MMD -MP tools/nbcc.c tools/nbcc_select.c $(INTERNAL) $(LDLIBS) -o $@
 
 $(BINDIR)/%: examples/%.c $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLFLAGS) $< $(STATIC) $(LDLIBS) -o $@
 
 # These tests count allocations by wrapping malloc at link time.
-$(BUILD)/tests/unit_cache $(BUILD)/tests/mpi_runtime: $(BUILD)/tests/%: tests/%.c $(STATIC)
+$(BUILD)/tests/unit_cache $(BUILD)/tests/mpi_runtime: $(BUILD)/tests/%: tests/%.c $(INTERNAL)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLFLAGS) -Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=realloc $< $(STATIC) $(LDLIBS) -o $@
+	$(CC) $(ALLFLAGS) -Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=realloc $< $(INTERNAL) $(LDLIBS) -o $@
+
+# The unit tests reach inside; the MPI tests use the library as an application does.
+$(BUILD)/tests/unit_%: tests/unit_%.c $(INTERNAL)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLFLAGS) $< $(INTERNAL) $(LDLIBS) -o $@
 
 $(BUILD)/tests/%: tests/%.c $(STATIC)
 	@mkdir -p $(dir $@)
@@ -138,6 +162,10 @@ $(BUILD)/.bench-deps: tools/install-deps.sh
 $(BUILD)/bench/%: bench/%.c $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLFLAGS) $< $(STATIC) $(LDLIBS) -o $@
+
+$(BUILD)/bench/kernels: bench/kernels.c $(INTERNAL)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLFLAGS) $< $(INTERNAL) $(LDLIBS) -o $@
 
 # Tables in docs/ that are read off the compiled programs.
 docs: $(NBCC)

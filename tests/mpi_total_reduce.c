@@ -504,7 +504,9 @@ static void on_alarm(int sig)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
+    /* NBC_PROGRESS_THREAD=1 runs the suite with the progress thread, which needs this */
+    int provided;
+    MPI_Init_thread(&argc, &argv, getenv("NBC_PROGRESS_THREAD") ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     signal(SIGALRM, on_alarm);

@@ -116,8 +116,10 @@ if true; then
     done
 fi
 
-# the benchmark runs and writes a well-formed CSV (plain build only: it links without sanitizers)
+# the benchmark runs and writes a well-formed CSV; the libraries export only nbc.h (plain build
+# only: these link without sanitizers)
 [ -z "$TAG" ] && suite "bench" sh tests/bench.sh "$BINDIR" "$BUILD"
+[ -z "$TAG" ] && suite "exports" sh tests/exports.sh "$BUILD"
 
 # nbcc verify/simulate/draw, and the seeded faults they must catch
 [ -f tests/verify.sh ] && suite "verify" sh tests/verify.sh "$BINDIR"
@@ -156,10 +158,13 @@ for p in 1 2 3; do
     done
 done
 if [ -z "$TAG" ]; then
+    # the MPI suites again, every request driven by the progress thread too
     for p in 2 3; do
-        NBC_PROGRESS_THREAD=1 suite "mpi_collectives NBC_PROGRESS_THREAD=1 p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_collectives"
-        NBC_PROGRESS_THREAD=1 suite "mpi_allreduce NBC_PROGRESS_THREAD=1 p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_allreduce"
+        for t in mpi_collectives mpi_allreduce mpi_total_reduce mpi_lifecycle; do
+            NBC_PROGRESS_THREAD=1 suite "$t NBC_PROGRESS_THREAD=1 p=$p" $MPIEXEC -n "$p" "$BUILD/tests/$t"
+        done
     done
+    NBC_PROGRESS_THREAD=1 suite "mpi_badargs NBC_PROGRESS_THREAD=1" $MPIEXEC -n 2 "$BUILD/tests/mpi_badargs"
 fi
 # the README's tutorial, as written there
 NBC_SCHEDULE_PATH=examples NBC_ALLREDUCE=star ASAN_OPTIONS=detect_leaks=0 timeout 300 \
