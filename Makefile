@@ -18,7 +18,8 @@ CPPFLAGS := -D_GNU_SOURCE -Iruntime -I$(BUILD)/gen -Idsl
 WARN     := -Wall -Wextra -Werror
 ALLFLAGS  = -std=gnu11 $(WARN) $(CFLAGS) $(CPPFLAGS)
 LDLIBS   := -lxxhash -lm
-VERSION  := 0.1.0
+# The version is written once, in nbc.h.
+VERSION  := $(shell sed -n 's/^\#define NBC_VERSION "\(.*\)"/\1/p' runtime/nbc.h)
 
 LIB_SRC := $(sort $(wildcard dsl/*.c compiler/*.c interp/*.c runtime/*.c))
 GEN_SRC := $(BUILD)/gen/parser.c $(BUILD)/gen/lexer.c $(BUILD)/gen/builtin_schedules.c $(BUILD)/gen/default_rules.c

@@ -25,6 +25,8 @@ int nbc_fail(int code, const char *fmt, ...)
     return code;
 }
 
+const char *nbc_version(void) { return NBC_VERSION; }
+
 void nbc_clear_error(void) { message[0] = '\0'; }
 const char *nbc_error_message(void) { return message; }
 

@@ -26,7 +26,8 @@ static const char *const usage_explain =
     "tuning file (--tuning), and the cost model (every eligible schedule's predicted time).\n"
     "--mode shows just one of them.\n"
     "  --collective C  allreduce reduce bcast barrier reduce_scatter allgather allreduce_multi\n"
-    "  --type T        int8 int16 int int64 float double (default double)\n"
+    "  --type T        int8 char int16 short int int32 float int64 long double long_double\n"
+    "                  (default double)\n"
     "  --op O          sum prod min max band bor bxor land lor lxor (commutative), or\n"
     "                  noncommutative (a user-defined op that is not)\n";
 
@@ -50,15 +51,6 @@ static const char *const usage_tune =
 
 /* ---- explain ---- */
 
-static int type_size(const char *t)
-{
-    static const struct { const char *name; int size; } types[] = {
-        {"int8", 1}, {"int16", 2}, {"int", 4}, {"int32", 4}, {"float", 4}, {"int64", 8}, {"double", 8}};
-    for (size_t i = 0; i < sizeof types / sizeof *types; i++)
-        if (!strcmp(types[i].name, t)) return types[i].size;
-    return 0;
-}
-
 int nbcc_explain(int argc, char **argv)
 {
     if (wants_help(argc, argv)) {
@@ -76,7 +68,7 @@ int nbcc_explain(int argc, char **argv)
     long long p = 0, count = -1;
     int inplace = 0;
     optind = 1;
-    for (int o; (o = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+    for (int o; (o = getopt_long(argc, argv, ":", opts, NULL)) != -1;) {
         switch (o) {
         case 'c': coll_name = optarg; break;
         case 'p': p = number("--p", optarg); break;
@@ -87,18 +79,17 @@ int nbcc_explain(int argc, char **argv)
         case 'f': tuning = optarg; break;
         case 'm': model_text = optarg; break;
         case 'M': only = optarg; break;
-        default: fputs(usage_explain, stderr); return 2;
+        default: return nbcc_bad_option(argv, o);
         }
     }
-    int coll = collective_from_name(coll_name), esize = type_size(type);
-    if (only && strcmp(only, "rules") && strcmp(only, "model")) coll = -2;
-    if (coll < 0 || p < 1 || count < 0 || !esize || optind != argc) {
-        fprintf(stderr, "nbcc explain: %s\n", coll == -2 ? "--mode is rules or model" : coll < 0 ? "unknown collective" : p < 1 ? "--p P is required"
-                                              : count < 0 ? "--count N is required" : !esize ? "unknown type"
-                                                                                             : "unexpected arguments");
-        fputs(usage_explain, stderr);
-        return 2;
-    }
+    int coll = collective_from_name(coll_name), esize;
+    const char *tname;
+    if (coll < 0) return nbcc_bad_collective(coll_name);
+    if (nbcc_type(type, &esize, &tname)) return 2;
+    if (only && strcmp(only, "rules") && strcmp(only, "model"))
+        return nbcc_usage_error("--mode is rules or model, not '%s'", only);
+    if (p < 1 || count < 0 || optind != argc)
+        return nbcc_usage_error("%s", p < 1 ? "--p P is required" : count < 0 ? "--count N is required" : "unexpected arguments");
     int commutative = strcmp(op, "noncommutative") != 0;
 
     diag d, why;
@@ -183,17 +174,14 @@ int nbcc_calibrate(int argc, char **argv)
     const char *out = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
-        else {
-            fputs(usage_calibrate, stderr);
-            return 2;
-        }
+        else return nbcc_usage_error("unexpected argument '%s'", argv[i]);
     }
     MPI_Init(&argc, &argv);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (size < 2) {
-        if (rank == 0) fprintf(stderr, "nbcc calibrate: run it under mpiexec -n 2 (or more)\n");
+        if (rank == 0) nbcc_error("run it under mpiexec -n 2 (or more)");
         MPI_Finalize();
         return 2;
     }
@@ -225,7 +213,7 @@ int nbcc_calibrate(int argc, char **argv)
     if (rank == 0) {
         FILE *f = out ? fopen(out, "w") : stdout;
         if (!f) {
-            fprintf(stderr, "nbcc calibrate: cannot write %s\n", out ? out : "-");
+            nbcc_error("cannot write %s", out ? out : "-");
         } else {
             fprintf(f, "# measured by nbcc calibrate between ranks 0 and 1 (p = %d); y[i] += x[i] on doubles\n", size);
             fprintf(f, "alpha=%.3e,beta=%.3e,gamma=%.3e\n", alpha, beta, gamma);
@@ -323,10 +311,7 @@ int nbcc_tune(int argc, char **argv)
         else if (!strcmp(argv[i], "--append")) append = 1;
         else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) sizes_text = argv[++i];
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = (int)number("--reps", argv[++i]);
-        else {
-            fputs(usage_tune, stderr);
-            return 2;
-        }
+        else return nbcc_usage_error("unexpected argument '%s'", argv[i]);
     }
     long sizes[64];
     int nsizes = 0;
@@ -338,10 +323,7 @@ int nbcc_tune(int argc, char **argv)
     } else {
         for (long b = 8; b <= (4 << 20); b *= 4) sizes[nsizes++] = b;
     }
-    if (reps < 1 || nsizes == 0) {
-        fputs(usage_tune, stderr);
-        return 2;
-    }
+    if (reps < 1 || nsizes == 0) return nbcc_usage_error("%s", reps < 1 ? "--reps must be >= 1" : "--sizes is empty");
     MPI_Init(&argc, &argv);
     int rank, p;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -357,7 +339,7 @@ int nbcc_tune(int argc, char **argv)
     long maxn = sizes[nsizes - 1] / 8 + 1;
     double *in = calloc((size_t)maxn, sizeof(double)), *res = calloc((size_t)maxn, sizeof(double));
     if (!in || !res) {
-        fprintf(stderr, "nbcc tune: out of memory for two buffers of %ld bytes\n", maxn * 8);
+        nbcc_error("out of memory for two buffers of %ld bytes", maxn * 8);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     /* Real data in real pages: pages calloc never wrote all map the kernel's one zero page,
@@ -385,7 +367,7 @@ int nbcc_tune(int argc, char **argv)
         fprintf(stderr, "\n");
         FILE *f = out ? fopen(out, append ? "a" : "w") : stdout;
         if (!f) {
-            fprintf(stderr, "nbcc tune: cannot write %s\n", out ? out : "-");
+            nbcc_error("cannot write %s", out ? out : "-");
         } else {
             fprintf(f, "# nbcc tune, p = %d, doubles, sum, median of %d batches of about 1 ms per schedule and size\n", p,
                     reps);
