@@ -16,12 +16,45 @@ static long spin_ns; /* how long a wait spins without progress before it yields 
 static int finalize_keyval = MPI_KEYVAL_INVALID;
 static __thread char message[4096]; /* per thread, like errno */
 
+/* A source line or caret under it, as the compiler draws them ("   14 | ..." or "      | ^"). */
+static int is_diagram(const char *line)
+{
+    while (*line == ' ' || (*line >= '0' && *line <= '9')) line++;
+    return *line == '|';
+}
+
+/* The compiler's diagnostics are for a terminal; the library's message is one plain line:
+ * "file:line:col: message", the diagrams dropped, "error: " dropped, lines joined by "; ". */
+static void one_line(char *m, size_t size)
+{
+    char text[sizeof message];
+    snprintf(text, sizeof text, "%s", m);
+    size_t n = 0;
+    for (char *line = text, *next; *line; line = next) {
+        char *nl = strchr(line, '\n');
+        next = nl ? nl + 1 : line + strlen(line);
+        if (nl) *nl = '\0';
+        while (*line == ' ') line++;
+        if (!*line || is_diagram(line)) continue;
+        if (n && n + 2 < size) { /* "failed:" and the reason on the next line read as one */
+            if (m[n - 1] != ':') m[n++] = ';';
+            m[n++] = ' ';
+        }
+        for (char *p = line; *p && n + 1 < size;) {
+            if (!strncmp(p, "error: ", 7) && (p == line || (p >= line + 2 && !strncmp(p - 2, ": ", 2)))) p += 7;
+            else m[n++] = *p++;
+        }
+    }
+    m[n] = '\0';
+}
+
 int nbc_fail(int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
+    one_line(message, sizeof message);
     return code;
 }
 
