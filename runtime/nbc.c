@@ -85,7 +85,9 @@ static int on_mpi_finalize(MPI_Comm comm, int key, void *attr, void *extra)
     return MPI_SUCCESS;
 }
 
-/* How many ranks share this node, from whichever launcher started us (0: unknown). */
+/* How many ranks share this node, from whichever launcher started us: MPICH's Hydra, Open
+ * MPI's, or a PMI that sets MPI_LOCAL_NRANKS (0: unknown, and then nbc does not spin). An
+ * environment variable, not MPI_Comm_split_type: that would be a blocking collective. */
 static long local_ranks(void)
 {
     static const char *vars[] = {"MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCAL_NRANKS"};
