@@ -6,7 +6,11 @@
 MPI      ?= mpich
 MPI_PACKAGES_mpich   := mpich libmpich-dev
 MPI_PACKAGES_openmpi := openmpi-bin libopenmpi-dev
-PACKAGES := $(MPI_PACKAGES_$(MPI)) flex bison libxxhash-dev libxml2-utils clang
+PACKAGES := $(MPI_PACKAGES_$(MPI)) flex bison libxxhash-dev
+# Only `make test` needs these: xmllint checks the SVGs, clang builds the ThreadSanitizer run.
+TEST_PACKAGES := libxml2-utils clang
+# NO_DEPS=1 skips installing packages: every step then assumes they are there.
+DEPS = $(if $(filter 1,$(NO_DEPS)),,$(BUILD)/.$(1))
 PREFIX   ?= /usr/local
 BUILD    ?= build
 BINDIR   ?= bin
@@ -39,17 +43,22 @@ NBCC   := $(BINDIR)/nbcc
 all: $(STATIC) $(SHARED) $(NBCC) $(EXAMPLES:%=$(BINDIR)/%) $(TESTS:%=$(BUILD)/tests/%)
 
 # Missing Debian packages are installed once per build directory.
-deps: $(BUILD)/.deps
+deps: $(call DEPS,deps)
 $(BUILD)/.deps: tools/install-deps.sh Makefile
 	@mkdir -p $(BUILD)
 	@sh tools/install-deps.sh $(PACKAGES)
 	@touch $@
 
-$(BUILD)/gen/parser.c $(BUILD)/gen/parser.h &: dsl/parser.y | $(BUILD)/.deps
+$(BUILD)/.test-deps: tools/install-deps.sh Makefile
+	@mkdir -p $(BUILD)
+	@sh tools/install-deps.sh $(TEST_PACKAGES)
+	@touch $@
+
+$(BUILD)/gen/parser.c $(BUILD)/gen/parser.h &: dsl/parser.y | $(call DEPS,deps)
 	@mkdir -p $(BUILD)/gen
 	bison -Wall --defines=$(BUILD)/gen/parser.h -o $(BUILD)/gen/parser.c $<
 
-$(BUILD)/gen/lexer.c $(BUILD)/gen/lexer.h &: dsl/lexer.l | $(BUILD)/.deps
+$(BUILD)/gen/lexer.c $(BUILD)/gen/lexer.h &: dsl/lexer.l | $(call DEPS,deps)
 	@mkdir -p $(BUILD)/gen
 	flex --header-file=$(BUILD)/gen/lexer.h -o $(BUILD)/gen/lexer.c $<
 
@@ -62,7 +71,7 @@ $(BUILD)/gen/default_rules.c: runtime/default.rules tools/embed-schedules.sh
 	sh tools/embed-schedules.sh nbc_default_rules nbc_default_rules_count runtime/default.rules > $@
 
 # Generated headers must exist before anything includes them.
-$(LIB_OBJ): $(BUILD)/gen/parser.h $(BUILD)/gen/lexer.h | $(BUILD)/.deps
+$(LIB_OBJ): $(BUILD)/gen/parser.h $(BUILD)/gen/lexer.h | $(call DEPS,deps)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -113,7 +122,7 @@ SANITIZE := build/sanitize
 TSAN     := build/tsan
 TSAN_CC_mpich   := mpicc.mpich -cc=clang
 TSAN_CC_openmpi := OMPI_CC=clang mpicc.openmpi
-test: all
+test: all $(call DEPS,test-deps)
 	@$(MAKE) --no-print-directory BUILD=$(SANITIZE) BINDIR=$(SANITIZE)/bin \
 	    CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" all > $(SANITIZE).log 2>&1 \
 	    || { tail -n 30 $(SANITIZE).log; exit 1; }
@@ -128,7 +137,7 @@ BENCH_PACKAGES := gnuplot-nox valgrind
 BENCH_PROGS := $(BUILD)/bench/bench $(BUILD)/bench/kernels $(BUILD)/bench/cgcall
 P ?= 2
 .PHONY: bench
-bench: all $(BENCH_PROGS) $(BUILD)/.bench-deps
+bench: all $(BENCH_PROGS) $(call DEPS,bench-deps)
 	sh bench/run.sh $(BINDIR) $(BUILD) $(P)
 
 $(BUILD)/.bench-deps: tools/install-deps.sh
