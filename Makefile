@@ -6,9 +6,12 @@
 MPI      ?= mpich
 MPI_PACKAGES_mpich   := mpich libmpich-dev
 MPI_PACKAGES_openmpi := openmpi-bin libopenmpi-dev
+MPI_PC_mpich   := mpich
+MPI_PC_openmpi := ompi-c
 PACKAGES := $(MPI_PACKAGES_$(MPI)) flex bison libxxhash-dev
-# Only `make test` needs these: xmllint checks the SVGs, clang builds the ThreadSanitizer run.
-TEST_PACKAGES := libxml2-utils clang
+# Only `make test` needs these: xmllint checks the SVGs, clang builds the ThreadSanitizer run,
+# pkg-config and cmake build a program against an installed nbc.
+TEST_PACKAGES := libxml2-utils clang pkg-config cmake
 # NO_DEPS=1 skips installing packages: every step then assumes they are there.
 DEPS = $(if $(filter 1,$(NO_DEPS)),,$(BUILD)/.$(1))
 PREFIX   ?= /usr/local
@@ -39,7 +42,7 @@ STATIC := $(BUILD)/lib/libnbc.a
 SHARED := $(BUILD)/lib/libnbc.so
 NBCC   := $(BINDIR)/nbcc
 
-.PHONY: all demo test install clean deps docs
+.PHONY: all demo test install uninstall clean deps docs
 all: $(STATIC) $(SHARED) $(NBCC) $(EXAMPLES:%=$(BINDIR)/%) $(TESTS:%=$(BUILD)/tests/%)
 
 # Missing Debian packages are installed once per build directory.
@@ -153,17 +156,30 @@ $(BUILD)/bench/%: bench/%.c $(STATIC)
 docs: $(NBCC)
 	sh tools/algorithms-table.sh $(NBCC) > docs/algorithms.md
 
+SUBST = sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@MPI_PC@|$(MPI_PC_$(MPI))|' \
+            -e 's|@MPICC@|$(CC)|'
+CMAKEDIR = $(DESTDIR)$(PREFIX)/lib/cmake/nbc
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \
-	    $(DESTDIR)$(PREFIX)/share/nbc/schedules
+	    $(DESTDIR)$(PREFIX)/share/nbc/schedules $(CMAKEDIR)
 	install -m 644 $(STATIC) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(SHARED) $(DESTDIR)$(PREFIX)/lib/libnbc.so.0
 	ln -sf libnbc.so.0 $(DESTDIR)$(PREFIX)/lib/libnbc.so
 	install -m 644 runtime/nbc.h $(DESTDIR)$(PREFIX)/include/
 	install -m 755 $(NBCC) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(SCHEDULES) $(DESTDIR)$(PREFIX)/share/nbc/schedules/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' tools/nbc.pc.in \
-	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/nbc.pc
+	$(SUBST) tools/nbc.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/nbc.pc
+	$(SUBST) tools/nbcConfig.cmake.in > $(CMAKEDIR)/nbcConfig.cmake
+	$(SUBST) tools/nbcConfigVersion.cmake.in > $(CMAKEDIR)/nbcConfigVersion.cmake
+
+# Removes what install wrote (directories only when left empty).
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/lib/libnbc.a $(DESTDIR)$(PREFIX)/lib/libnbc.so $(DESTDIR)$(PREFIX)/lib/libnbc.so.0 \
+	    $(DESTDIR)$(PREFIX)/include/nbc.h $(DESTDIR)$(PREFIX)/bin/nbcc $(DESTDIR)$(PREFIX)/lib/pkgconfig/nbc.pc \
+	    $(CMAKEDIR)/nbcConfig.cmake $(CMAKEDIR)/nbcConfigVersion.cmake \
+	    $(addprefix $(DESTDIR)$(PREFIX)/share/nbc/schedules/,$(notdir $(SCHEDULES)))
+	-rmdir $(DESTDIR)$(PREFIX)/share/nbc/schedules $(DESTDIR)$(PREFIX)/share/nbc $(CMAKEDIR) \
+	    $(DESTDIR)$(PREFIX)/lib/cmake 2> /dev/null
 
 clean:
 	rm -rf build bin
