@@ -115,9 +115,10 @@ static const char *const usage_main =
 static const char *const usage_check =
     "usage: nbcc check FILE|DIR...\n"
     "\n"
-    "Parses each file (a directory stands for its *.nbs files) and compiles every schedule in it that implements a collective, for\n"
-    "p = 1..8, every rank, several counts, in place and not, commutative op or not. Prints\n"
-    "errors as file:line:column: message. Exit status 1 when there is any error.\n";
+    "Parses each file (a directory stands for its *.nbs files) and compiles every schedule in\n"
+    "it that implements a collective, for p = 1..8, every rank, several counts, in place and\n"
+    "not, commutative op or not. Prints errors as file:line:column: message. Exit status 1\n"
+    "when there is any error.\n";
 
 static const char *const usage_dump =
     "usage: nbcc dump NAME|FILE --p P [--rank R] [--count N] [--type T] [--inplace]\n"
@@ -295,9 +296,9 @@ static int check_schedule(const sched_lib *lib, const sched_def *s)
 static int check_file(const char *path)
 {
     sched_lib *lib = load_builtins();
-    int bad = load(lib, path) != 0, n = 0;
+    int loaded = load(lib, path) == 0, bad = !loaded, n = 0;
     size_t at = 0;
-    for (const sched_def *s; !bad && (s = next_from(lib, path, &at));) {
+    for (const sched_def *s; loaded && (s = next_from(lib, path, &at));) {
         n++;
         if (s->collective) bad |= check_schedule(lib, s);
     }
@@ -468,9 +469,10 @@ static int cmd_dump(int argc, char **argv)
     }
     if (optind != argc - 1 || p < 1 || rank >= p || count < 0 || root >= p) {
         return nbcc_usage_error("%s", optind != argc - 1 ? "name one schedule or file"
-                                           : p < 1 ? "--p P (P >= 1) is required"
-                                           : rank >= p ? "--rank must be below --p"
-                                           : root >= p ? "--root must be below --p" : "--count must be >= 0");
+                                      : p < 1       ? "--p P (P >= 1) is required"
+                                      : rank >= p   ? "--rank must be below --p"
+                                      : root >= p   ? "--root must be below --p"
+                                                    : "--count must be >= 0");
     }
     const char *what = argv[optind];
     sched_lib *lib = load_builtins();
@@ -778,7 +780,7 @@ static int cmd_verify(int argc, char **argv)
     }
     if (optind != argc - 1 || o.base.root < 0 || (o.only_commutative && o.only_noncommutative)) {
         return nbcc_usage_error("%s", optind != argc - 1 ? "name one schedule or file"
-                                             : o.base.root < 0 ? "--root must be >= 0" : "--commutative or --noncommutative, not both");
+                                      : o.base.root < 0 ? "--root must be >= 0" : "--commutative or --noncommutative, not both");
     }
     sched_lib *lib = load_builtins();
     const sched_def *found[64];
