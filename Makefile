@@ -6,7 +6,14 @@
 MPI      ?= mpich
 MPI_PACKAGES_mpich   := mpich libmpich-dev
 MPI_PACKAGES_openmpi := openmpi-bin libopenmpi-dev
-PACKAGES := $(MPI_PACKAGES_$(MPI)) flex bison libxxhash-dev libxml2-utils clang
+MPI_PC_mpich   := mpich
+MPI_PC_openmpi := ompi-c
+PACKAGES := $(MPI_PACKAGES_$(MPI)) flex bison libxxhash-dev
+# Only `make test` needs these: xmllint checks the SVGs, clang builds the ThreadSanitizer run,
+# pkg-config and cmake build a program against an installed nbc.
+TEST_PACKAGES := libxml2-utils clang pkg-config cmake
+# NO_DEPS=1 skips installing packages: every step then assumes they are there.
+DEPS = $(if $(filter 1,$(NO_DEPS)),,$(BUILD)/.$(1))
 PREFIX   ?= /usr/local
 BUILD    ?= build
 BINDIR   ?= bin
@@ -18,7 +25,8 @@ CPPFLAGS := -D_GNU_SOURCE -Iruntime -I$(BUILD)/gen -Idsl
 WARN     := -Wall -Wextra -Werror
 ALLFLAGS  = -std=gnu11 $(WARN) $(CFLAGS) $(CPPFLAGS)
 LDLIBS   := -lxxhash -lm
-VERSION  := 0.1.0
+# The version is written once, in nbc.h.
+VERSION  := $(shell sed -n 's/^\#define NBC_VERSION "\(.*\)"/\1/p' runtime/nbc.h)
 
 LIB_SRC := $(sort $(wildcard dsl/*.c compiler/*.c interp/*.c runtime/*.c))
 GEN_SRC := $(BUILD)/gen/parser.c $(BUILD)/gen/lexer.c $(BUILD)/gen/builtin_schedules.c $(BUILD)/gen/default_rules.c
@@ -38,21 +46,26 @@ NBCC   := $(BINDIR)/nbcc
 INTERNAL := $(BUILD)/lib/libnbc-internal.a
 EXPORTS  := $(BUILD)/gen/exports.txt
 
-.PHONY: all demo test install clean deps docs
+.PHONY: all demo test install uninstall clean deps docs
 all: $(STATIC) $(SHARED) $(NBCC) $(EXAMPLES:%=$(BINDIR)/%) $(TESTS:%=$(BUILD)/tests/%)
 
 # Missing Debian packages are installed once per build directory.
-deps: $(BUILD)/.deps
+deps: $(call DEPS,deps)
 $(BUILD)/.deps: tools/install-deps.sh Makefile
 	@mkdir -p $(BUILD)
 	@sh tools/install-deps.sh $(PACKAGES)
 	@touch $@
 
-$(BUILD)/gen/parser.c $(BUILD)/gen/parser.h &: dsl/parser.y | $(BUILD)/.deps
+$(BUILD)/.test-deps: tools/install-deps.sh Makefile
+	@mkdir -p $(BUILD)
+	@sh tools/install-deps.sh $(TEST_PACKAGES)
+	@touch $@
+
+$(BUILD)/gen/parser.c $(BUILD)/gen/parser.h &: dsl/parser.y | $(call DEPS,deps)
 	@mkdir -p $(BUILD)/gen
 	bison -Wall --defines=$(BUILD)/gen/parser.h -o $(BUILD)/gen/parser.c $<
 
-$(BUILD)/gen/lexer.c $(BUILD)/gen/lexer.h &: dsl/lexer.l | $(BUILD)/.deps
+$(BUILD)/gen/lexer.c $(BUILD)/gen/lexer.h &: dsl/lexer.l | $(call DEPS,deps)
 	@mkdir -p $(BUILD)/gen
 	flex --header-file=$(BUILD)/gen/lexer.h -o $(BUILD)/gen/lexer.c $<
 
@@ -65,7 +78,7 @@ $(BUILD)/gen/default_rules.c: runtime/default.rules tools/embed-schedules.sh
 	sh tools/embed-schedules.sh nbc_default_rules nbc_default_rules_count runtime/default.rules > $@
 
 # Generated headers must exist before anything includes them.
-$(LIB_OBJ): $(BUILD)/gen/parser.h $(BUILD)/gen/lexer.h | $(BUILD)/.deps
+$(LIB_OBJ): $(BUILD)/gen/parser.h $(BUILD)/gen/lexer.h | $(call DEPS,deps)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -136,7 +149,7 @@ SANITIZE := build/sanitize
 TSAN     := build/tsan
 TSAN_CC_mpich   := mpicc.mpich -cc=clang
 TSAN_CC_openmpi := OMPI_CC=clang mpicc.openmpi
-test: all
+test: all $(call DEPS,test-deps)
 	@$(MAKE) --no-print-directory BUILD=$(SANITIZE) BINDIR=$(SANITIZE)/bin \
 	    CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" all > $(SANITIZE).log 2>&1 \
 	    || { tail -n 30 $(SANITIZE).log; exit 1; }
@@ -151,7 +164,7 @@ BENCH_PACKAGES := gnuplot-nox valgrind
 BENCH_PROGS := $(BUILD)/bench/bench $(BUILD)/bench/kernels $(BUILD)/bench/cgcall
 P ?= 2
 .PHONY: bench
-bench: all $(BENCH_PROGS) $(BUILD)/.bench-deps
+bench: all $(BENCH_PROGS) $(call DEPS,bench-deps)
 	sh bench/run.sh $(BINDIR) $(BUILD) $(P)
 
 $(BUILD)/.bench-deps: tools/install-deps.sh
@@ -171,17 +184,30 @@ $(BUILD)/bench/kernels: bench/kernels.c $(INTERNAL)
 docs: $(NBCC)
 	sh tools/algorithms-table.sh $(NBCC) > docs/algorithms.md
 
+SUBST = sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@MPI_PC@|$(MPI_PC_$(MPI))|' \
+            -e 's|@MPICC@|$(CC)|'
+CMAKEDIR = $(DESTDIR)$(PREFIX)/lib/cmake/nbc
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \
-	    $(DESTDIR)$(PREFIX)/share/nbc/schedules
+	    $(DESTDIR)$(PREFIX)/share/nbc/schedules $(CMAKEDIR)
 	install -m 644 $(STATIC) $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(SHARED) $(DESTDIR)$(PREFIX)/lib/libnbc.so.0
 	ln -sf libnbc.so.0 $(DESTDIR)$(PREFIX)/lib/libnbc.so
 	install -m 644 runtime/nbc.h $(DESTDIR)$(PREFIX)/include/
 	install -m 755 $(NBCC) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(SCHEDULES) $(DESTDIR)$(PREFIX)/share/nbc/schedules/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' tools/nbc.pc.in \
-	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/nbc.pc
+	$(SUBST) tools/nbc.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/nbc.pc
+	$(SUBST) tools/nbcConfig.cmake.in > $(CMAKEDIR)/nbcConfig.cmake
+	$(SUBST) tools/nbcConfigVersion.cmake.in > $(CMAKEDIR)/nbcConfigVersion.cmake
+
+# Removes what install wrote (directories only when left empty).
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/lib/libnbc.a $(DESTDIR)$(PREFIX)/lib/libnbc.so $(DESTDIR)$(PREFIX)/lib/libnbc.so.0 \
+	    $(DESTDIR)$(PREFIX)/include/nbc.h $(DESTDIR)$(PREFIX)/bin/nbcc $(DESTDIR)$(PREFIX)/lib/pkgconfig/nbc.pc \
+	    $(CMAKEDIR)/nbcConfig.cmake $(CMAKEDIR)/nbcConfigVersion.cmake \
+	    $(addprefix $(DESTDIR)$(PREFIX)/share/nbc/schedules/,$(notdir $(SCHEDULES)))
+	-rmdir $(DESTDIR)$(PREFIX)/share/nbc/schedules $(DESTDIR)$(PREFIX)/share/nbc $(CMAKEDIR) \
+	    $(DESTDIR)$(PREFIX)/lib/cmake 2> /dev/null
 
 clean:
 	rm -rf build bin

@@ -9,13 +9,17 @@
 #include <stdint.h>
 #include "../compiler/program.h"
 
+/* Filled in by select_program (select.c). */
 typedef struct {
-    uint64_t schedule;  /* identity of the schedule: hash of its name and source */
+    uint64_t schedule;  /* a forced schedule's lib_identity (hash of its name and its file's
+                           text); under automatic selection a value per collective, new each
+                           time schedules, rules or the mode change */
     int64_t p, rank, count;
     int64_t esize;
-    int64_t flags;      /* bit 0 in place, bit 1 commutative op */
+    int64_t flags;      /* bit 0 in place, bit 1 commutative op, bits 8 and up the call's nbufs
+                           (its buffers for nbc_iallreduce_multi, 1 for the others) */
     int64_t root;
-    int64_t param;      /* schedule parameter (segment size), 0 when unused */
+    int64_t param;      /* hash of a forced schedule's parameters and their values, 0 without */
 } cache_key;
 
 typedef struct cache cache;

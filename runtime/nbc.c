@@ -16,14 +16,49 @@ static long spin_ns; /* how long a wait spins without progress before it yields 
 static int finalize_keyval = MPI_KEYVAL_INVALID;
 static __thread char message[4096]; /* per thread, like errno */
 
+/* A source line or caret under it, as the compiler draws them ("   14 | ..." or "      | ^"). */
+static int is_diagram(const char *line)
+{
+    while (*line == ' ' || (*line >= '0' && *line <= '9')) line++;
+    return *line == '|';
+}
+
+/* The compiler's diagnostics are for a terminal; the library's message is one plain line:
+ * "file:line:col: message", the diagrams dropped, "error: " dropped, lines joined by "; ". */
+static void one_line(char *m, size_t size)
+{
+    char text[sizeof message];
+    snprintf(text, sizeof text, "%s", m);
+    size_t n = 0;
+    for (char *line = text, *next; *line; line = next) {
+        char *nl = strchr(line, '\n');
+        next = nl ? nl + 1 : line + strlen(line);
+        if (nl) *nl = '\0';
+        while (*line == ' ') line++;
+        if (!*line || is_diagram(line)) continue;
+        if (n && n + 2 < size) { /* "failed:" and the reason on the next line read as one */
+            if (m[n - 1] != ':') m[n++] = ';';
+            m[n++] = ' ';
+        }
+        for (char *p = line; *p && n + 1 < size;) {
+            if (!strncmp(p, "error: ", 7) && (p == line || (p >= line + 2 && !strncmp(p - 2, ": ", 2)))) p += 7;
+            else m[n++] = *p++;
+        }
+    }
+    m[n] = '\0';
+}
+
 int nbc_fail(int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
+    one_line(message, sizeof message);
     return code;
 }
+
+const char *nbc_version(void) { return NBC_VERSION; }
 
 void nbc_clear_error(void) { message[0] = '\0'; }
 const char *nbc_error_message(void) { return message; }
@@ -50,7 +85,9 @@ static int on_mpi_finalize(MPI_Comm comm, int key, void *attr, void *extra)
     return MPI_SUCCESS;
 }
 
-/* How many ranks share this node, from whichever launcher started us (0: unknown). */
+/* How many ranks share this node, from whichever launcher started us: MPICH's Hydra, Open
+ * MPI's, or a PMI that sets MPI_LOCAL_NRANKS (0: unknown, and then nbc does not spin). An
+ * environment variable, not MPI_Comm_split_type: that would be a blocking collective. */
 static long local_ranks(void)
 {
     static const char *vars[] = {"MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCAL_NRANKS"};

@@ -16,6 +16,15 @@
 extern "C" {
 #endif
 
+/* The version: the one place it is written (the Makefile and nbc.pc read it from here). */
+#define NBC_VERSION_MAJOR 0
+#define NBC_VERSION_MINOR 1
+#define NBC_VERSION_PATCH 0
+#define NBC_VERSION "0.1.0"
+
+/* The version of the library linked in, which may differ from the header's NBC_VERSION. */
+const char *nbc_version(void);
+
 typedef struct nbc_req *nbc_request;
 #define NBC_REQUEST_NULL ((nbc_request)0)
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <xxhash.h>
 
 #include "internal.h"
@@ -74,8 +75,10 @@ int select_init(void)
         char *copy = strdup(path);
         if (!copy) return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
         rc = 0;
+        struct stat st;
+        /* as PATH: a directory that does not exist is skipped (a broken file is still an error) */
         for (char *save, *dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save))
-            if (lib_add_path(lib, dir, &d) != 0) rc = -1;
+            if (stat(dir, &st) == 0 && lib_add_path(lib, dir, &d) != 0) rc = -1;
         free(copy);
         if (rc) return report(MPI_ERR_ARG, &d, "NBC_SCHEDULE_PATH: ");
     }

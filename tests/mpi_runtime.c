@@ -73,9 +73,11 @@ static void loading(void)
     fclose(f);
     rc = nbc_load_schedules(path);
     char expect[96];
-    snprintf(expect, sizeof expect, "%s:4:9: error: syntax error", path);
+    snprintf(expect, sizeof expect, "%s:4:9: syntax error", path);
     check(rc == MPI_ERR_ARG && strstr(nbc_error_message(), expect), "a broken schedule file is refused with file:line:column",
           "rc %d: %s", rc, nbc_error_message());
+    check(!strchr(nbc_error_message(), '\n') && !strstr(nbc_error_message(), "error: "),
+          "nbc_error_message is one plain line (no caret diagram, no 'error: ')", "%s", nbc_error_message());
     unlink(path);
     check(allreduce_ok(5, 0), "after a refused load the loaded schedule still works", "%s", nbc_error_message());
     rc = nbc_load_schedules("no/such/file.nbs");
@@ -87,7 +89,7 @@ static void loading(void)
     int one = 1;
     nbc_request r;
     rc = nbc_iallreduce(MPI_IN_PLACE, &one, size > 1 ? 1 : 0, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r);
-    check(size == 1 || (rc == MPI_ERR_ARG && strstr(nbc_error_message(), "count >= p")),
+    check(size == 1 || (rc == MPI_ERR_ARG && strstr(nbc_error_message(), "count >= p") && !strchr(nbc_error_message(), '\n')),
           "a forced schedule whose precondition fails names it", "rc %d: %s", rc, nbc_error_message());
     nbc_set_schedule("allreduce", NULL);
 }
@@ -101,7 +103,7 @@ static void selection(void)
     fputs("allreduce p >= 1 -> linear\nallreduce bytes < -> ring\n", f);
     fclose(f);
     int rc = nbc_load_tuning(path);
-    snprintf(expect, sizeof expect, "%s:2: error:", path);
+    snprintf(expect, sizeof expect, "%s:2: ", path);
     check(rc == MPI_ERR_ARG && strstr(nbc_error_message(), expect), "a broken tuning file is refused with file:line",
           "rc %d: %s", rc, nbc_error_message());
     f = fopen(path, "w");

@@ -171,6 +171,7 @@ NBC_SCHEDULE_PATH=examples NBC_ALLREDUCE=star ASAN_OPTIONS=detect_leaks=0 timeou
     $MPIEXEC -n 4 "$BINDIR/overlap" > "$tmp/out" 2>&1
 grep -q "^summary: 4 ranks.* all verified OK" "$tmp/out"
 check "README tutorial: overlap with the star schedule from NBC_SCHEDULE_PATH" $? "$(tail -n 5 "$tmp/out")"
+[ -z "$TAG" ] && suite "readme" sh tests/readme.sh "$BINDIR"
 }
 
 run_all "${BUILD:-build}" "${BINDIR:-bin}" "" "1 2 3 4 5 6 7 8 9" "$(seq 1 17) 24 32 33" ""

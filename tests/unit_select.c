@@ -1,5 +1,5 @@
-/* Selection without MPI: every branch of the reference decision tree (transcribed here from
- * reference/allreduce-algorithms-and-decision-tree.md, independently of runtime/default.rules),
+/* Selection without MPI: every branch of Open MPI's decision tree (transcribed here from
+ * ompi_coll_tuned_allreduce_intra_dec_fixed, Open MPI 4.1+, independently of default.rules),
  * at a point inside it and at both of its edges; the stated fallbacks; tuning files (errors
  * with file:line, extending, replacing); and the model mode. */
 #include <stdarg.h>

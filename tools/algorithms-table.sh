@@ -31,8 +31,9 @@ cat <<'HEAD'
 
 Every allreduce schedule, compiled for 2^20 doubles (n = 8 MiB). "Rounds" and "sent" are read
 from the compiled programs: the most rounds and the most bytes sent by any one rank. "Reference"
-is what the formula in the schedule's header comment (from `../shared/reference/`) says for
-the same p; lg = ⌊log2 p⌋, p′ = 2^lg. Regenerate with `make docs`.
+is what the formula in the schedule's header comment says for the same p (the formulas of
+Thakur, Rabenseifner and Gropp, "Optimization of collective communication operations in
+MPICH", IJHPCA 2005, and Rabenseifner, ICCS 2004; Gloo's for its ring); lg = ⌊log2 p⌋, p′ = 2^lg. Regenerate with `make docs`.
 
 | schedule | p | rounds | reference | sent per rank (MiB) | reference (MiB) | notes |
 |---|---|---|---|---|---|---|

@@ -2,8 +2,10 @@
  * programs for review, lists what the library knows, verifies schedules against a simulated
  * network, predicts their time under a cost model and draws them. Runs without MPI. */
 #include <ctype.h>
+#include <dirent.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,8 @@
 #include "../compiler/simulate.h"
 #include "../compiler/verify.h"
 #include "../dsl/collectives.h"
+#include "../runtime/nbc.h"
+#include "../runtime/selection.h"
 
 extern const struct builtin_schedule {
     const char *name, *text;
@@ -31,7 +35,47 @@ static const struct { const char *name; int size; } types[] = {
     {"int64", 8}, {"long", 8}, {"double", 8}, {"long_double", 16},
 };
 
-static int type_by_name(const char *name, int *esize, const char **tname)
+/* Every message starts with the command, "nbcc dump: ...", so it says who complains. */
+const char *nbcc_cmd = "nbcc";
+
+void nbcc_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", nbcc_cmd);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+/* A mistake on the command line: one line, not the whole usage again. Returns 2. */
+int nbcc_usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", nbcc_cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, " (see '%s --help')\n", nbcc_cmd);
+    va_end(ap);
+    return 2;
+}
+
+/* getopt_long's '?' or ':' (the option strings start with ':'), told in our own words. */
+int nbcc_bad_option(char **argv, int c)
+{
+    const char *opt = argv[optind - 1];
+    return c == ':' ? nbcc_usage_error("%s wants a value", opt) : nbcc_usage_error("unknown option '%s'", opt);
+}
+
+int nbcc_bad_collective(const char *name)
+{
+    char known[256] = "";
+    for (int c = 0; c < COLL_COUNT_; c++)
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", c ? ", " : "", collective_names[c]);
+    return nbcc_usage_error("unknown collective '%s' (known: %s)", name, known);
+}
+
+int nbcc_type(const char *name, int *esize, const char **tname)
 {
     for (size_t k = 0; k < sizeof types / sizeof *types; k++)
         if (!strcmp(types[k].name, name)) {
@@ -39,9 +83,10 @@ static int type_by_name(const char *name, int *esize, const char **tname)
             *tname = types[k].name;
             return 0;
         }
-    fprintf(stderr, "nbcc: unknown type '%s' (known:", name);
-    for (size_t k = 0; k < sizeof types / sizeof *types; k++) fprintf(stderr, " %s", types[k].name);
-    fprintf(stderr, ")\n");
+    char known[256] = "";
+    for (size_t k = 0; k < sizeof types / sizeof *types; k++)
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", k ? ", " : "", types[k].name);
+    nbcc_usage_error("unknown type '%s' (known: %s)", name, known);
     return -1;
 }
 
@@ -61,14 +106,19 @@ static const char *const usage_main =
     "                    --compare ranks every eligible schedule over a grid of p and sizes\n"
     "  draw SCHEDULE     write a space-time diagram (SVG, dot) or the bytes moved per step\n"
     "\n"
-    "nbcc COMMAND --help tells more about each.\n";
+    "A SCHEDULE is a file or a name: the full one, or without its collective's prefix as\n"
+    "NBC_ALLREDUCE and rule files take it (ring: allreduce_ring; an allreduce's first, else\n"
+    "the one collective's that has it: dissemination is barrier_dissemination).\n"
+    "nbcc help COMMAND, or nbcc COMMAND --help, tells more about each; nbcc --version prints\n"
+    "the version.\n";
 
 static const char *const usage_check =
-    "usage: nbcc check FILE...\n"
+    "usage: nbcc check FILE|DIR...\n"
     "\n"
-    "Parses each file and compiles every schedule in it that implements a collective, for\n"
-    "p = 1..8, every rank, several counts, in place and not, commutative op or not. Prints\n"
-    "errors as file:line:column: message. Exit status 1 when there is any error.\n";
+    "Parses each file (a directory stands for its *.nbs files) and compiles every schedule in\n"
+    "it that implements a collective, for p = 1..8, every rank, several counts, in place and\n"
+    "not, commutative op or not. Prints errors as file:line:column: message. Exit status 1\n"
+    "when there is any error.\n";
 
 static const char *const usage_dump =
     "usage: nbcc dump NAME|FILE --p P [--rank R] [--count N] [--type T] [--inplace]\n"
@@ -179,7 +229,7 @@ static sched_lib *load_builtins(void)
         }
     diag_free(&d);
     if (!lib) {
-        fprintf(stderr, "nbcc: out of memory\n");
+        nbcc_error("out of memory");
         exit(1);
     }
     return lib;
@@ -242,28 +292,62 @@ static int check_schedule(const sched_lib *lib, const sched_def *s)
     return bad;
 }
 
+/* Checks one file on top of the built-in schedules; 0 when it is fine. */
+static int check_file(const char *path)
+{
+    sched_lib *lib = load_builtins();
+    int loaded = load(lib, path) == 0, bad = !loaded, n = 0;
+    size_t at = 0;
+    for (const sched_def *s; loaded && (s = next_from(lib, path, &at));) {
+        n++;
+        if (s->collective) bad |= check_schedule(lib, s);
+    }
+    if (!bad) printf("%s: ok (%d schedule%s)\n", path, n, n == 1 ? "" : "s");
+    lib_destroy(lib);
+    return bad;
+}
+
+static int is_nbs(const struct dirent *e)
+{
+    size_t l = strlen(e->d_name);
+    return l > 4 && !strcmp(e->d_name + l - 4, ".nbs");
+}
+
+/* A directory stands for its *.nbs files, each checked and reported on its own. */
+static int check_dir(const char *dir)
+{
+    struct dirent **names;
+    int n = scandir(dir, &names, is_nbs, alphasort), bad = 0;
+    if (n < 0) {
+        nbcc_error("%s: cannot read the directory", dir);
+        return 1;
+    }
+    if (n == 0) {
+        nbcc_error("%s: no *.nbs file in it", dir);
+        bad = 1;
+    }
+    for (int i = 0; i < n; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/", names[i]->d_name);
+        bad |= check_file(path);
+        free(names[i]);
+    }
+    free(names);
+    return bad;
+}
+
 static int cmd_check(int argc, char **argv)
 {
-    if (argc < 2 || wants_help(argc, argv)) {
-        fputs(usage_check, argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
+    if (wants_help(argc, argv)) {
+        fputs(usage_check, stdout);
+        return 0;
     }
+    if (argc < 2) return nbcc_usage_error("name at least one file or directory");
     int errors = 0;
     for (int i = 1; i < argc; i++) {
-        sched_lib *lib = load_builtins();
-        if (load(lib, argv[i]) != 0) {
-            errors++;
-        } else {
-            int n = 0, bad = 0;
-            size_t at = 0;
-            for (const sched_def *s; (s = next_from(lib, argv[i], &at));) {
-                n++;
-                if (s->collective) bad |= check_schedule(lib, s);
-            }
-            if (bad) errors++;
-            else printf("%s: ok (%d schedule%s)\n", argv[i], n, n == 1 ? "" : "s");
-        }
-        lib_destroy(lib);
+        struct stat st;
+        if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) errors += check_dir(argv[i]);
+        else errors += check_file(argv[i]);
     }
     return errors ? 1 : 0;
 }
@@ -272,16 +356,46 @@ long long number(const char *opt, const char *v)
 {
     char *end;
     long long x = strtoll(v, &end, 0);
-    if (!*v || *end) {
-        fprintf(stderr, "nbcc: %s wants a number, not '%s'\n", opt, v);
-        exit(2);
-    }
+    if (!*v || *end) exit(nbcc_usage_error("%s wants a number, not '%s'", opt, v));
     return x;
+}
+
+/* Whether name names s as the runtime takes it: in full, or without its collective's prefix. */
+static int names(const sched_def *s, const char *name)
+{
+    size_t n = s->collective ? strlen(s->collective) : 0;
+    return !strcmp(s->name, name) ||
+           (n && !strncmp(s->name, s->collective, n) && s->name[n] == '_' && !strcmp(s->name + n + 1, name));
+}
+
+/* A schedule by name, resolved as NBC_ALLREDUCE and rule files resolve it (select_find): a
+ * short name is an allreduce's first ("ring" is allreduce_ring, as in the README), else that
+ * of the one collective that has it ("dissemination"); one that several others have is refused,
+ * naming them. */
+static const sched_def *find_by_name(const sched_lib *lib, const char *name, int *ambiguous)
+{
+    const sched_def *s = lib_find(lib, name), *t;
+    *ambiguous = 0;
+    if (!s) s = select_find(lib, COLL_ALLREDUCE, name);
+    if (s) return s;
+    char all[512] = "";
+    int n = 0;
+    for (int c = 0; c < COLL_COUNT_; c++)
+        if ((t = select_find(lib, (nbc_collective)c, name))) {
+            snprintf(all + strlen(all), sizeof all - strlen(all), "%s%s", n ? " or " : "", t->name);
+            if (!n++) s = t;
+        }
+    if (n > 1) {
+        nbcc_error("'%s' is ambiguous: %s (give the full name)", name, all);
+        *ambiguous = 1;
+        return NULL;
+    }
+    return s;
 }
 
 /* The schedules NAME|FILE stands for: a known name, or the schedules of a file that implement
  * a collective; --schedule NAME picks one by name. Returns how many were found (at most max),
- * or -1 when the file does not load. */
+ * or -1 when the file does not load or the name is ambiguous (after a message). */
 static int find_schedules(sched_lib *lib, const char *what, const char *sname, const sched_def **out, int max)
 {
     struct stat st;
@@ -290,27 +404,27 @@ static int find_schedules(sched_lib *lib, const char *what, const char *sname, c
         if (load(lib, what) != 0) return -1;
         size_t at = 0;
         for (const sched_def *t; n < max && (t = next_from(lib, what, &at));)
-            if (sname ? !strcmp(t->name, sname) : t->collective != NULL) out[n++] = t;
+            if (sname ? names(t, sname) : t->collective != NULL) out[n++] = t;
     } else {
-        const sched_def *t = lib_find(lib, sname ? sname : what);
+        int ambiguous;
+        const sched_def *t = find_by_name(lib, sname ? sname : what, &ambiguous);
+        if (ambiguous) return -1;
         if (t) out[n++] = t;
     }
     return n;
 }
 
-static void complain_missing(const char *cmd, const char *what, const char *sname)
+static void complain_missing(const char *what, const char *sname)
 {
-    fprintf(stderr, "nbcc %s: no schedule '%s'%s (nbcc list shows them)\n", cmd, sname ? sname : what, sname ? " in that file" : "");
+    nbcc_error("no schedule '%s'%s (nbcc list shows them)", sname ? sname : what, sname ? " in that file" : "");
 }
 
 /* --param NAME=VALUE sets a schedule parameter (the name stays in argv, cut at the '='). */
 static void add_param(compile_args *a, char *text)
 {
     char *eq = strchr(text, '=');
-    if (!eq || eq == text || a->nparams == COMPILE_MAX_PARAMS) {
-        fprintf(stderr, "nbcc: --param wants NAME=VALUE, at most %d times\n", COMPILE_MAX_PARAMS);
-        exit(2);
-    }
+    if (!eq || eq == text || a->nparams == COMPILE_MAX_PARAMS)
+        exit(nbcc_usage_error("--param wants NAME=VALUE, at most %d times", COMPILE_MAX_PARAMS));
     *eq = '\0';
     a->params[a->nparams].name = text;
     a->params[a->nparams++].value = number("--param", eq + 1);
@@ -338,7 +452,7 @@ static int cmd_dump(int argc, char **argv)
     int esize = 4, inplace = 0, commutative = 1;
     const char *tname = "int", *sname = NULL;
     optind = 1;
-    for (int o; (o = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+    for (int o; (o = getopt_long(argc, argv, ":", opts, NULL)) != -1;) {
         switch (o) {
         case 'p': p = number("--p", optarg); break;
         case 'r': rank = number("--rank", optarg); break;
@@ -348,25 +462,24 @@ static int cmd_dump(int argc, char **argv)
         case 's': sname = optarg; break;
         case 'R': root = number("--root", optarg); break;
         case 't':
-            if (type_by_name(optarg, &esize, &tname)) return 2;
+            if (nbcc_type(optarg, &esize, &tname)) return 2;
             break;
-        default: fputs(usage_dump, stderr); return 2;
+        default: return nbcc_bad_option(argv, o);
         }
     }
     if (optind != argc - 1 || p < 1 || rank >= p || count < 0 || root >= p) {
-        fprintf(stderr, "nbcc dump: %s\n", optind != argc - 1 ? "name one schedule or file"
-                                           : p < 1 ? "--p P (P >= 1) is required"
-                                           : rank >= p ? "--rank must be below --p"
-                                           : root >= p ? "--root must be below --p" : "--count must be >= 0");
-        fputs(usage_dump, stderr);
-        return 2;
+        return nbcc_usage_error("%s", optind != argc - 1 ? "name one schedule or file"
+                                      : p < 1       ? "--p P (P >= 1) is required"
+                                      : rank >= p   ? "--rank must be below --p"
+                                      : root >= p   ? "--root must be below --p"
+                                                    : "--count must be >= 0");
     }
     const char *what = argv[optind];
     sched_lib *lib = load_builtins();
     const sched_def *s = NULL;
     int found = find_schedules(lib, what, sname, &s, 1);
     if (found <= 0) {
-        if (found == 0) complain_missing("dump", what, sname);
+        if (found == 0) complain_missing(what, sname);
         lib_destroy(lib);
         return 1;
     }
@@ -395,6 +508,19 @@ static int cmd_dump(int argc, char **argv)
     return rc;
 }
 
+static int rank_of(const sched_def *s)
+{
+    int c = s->collective ? collective_from_name(s->collective) : -1;
+    return c < 0 ? COLL_COUNT_ : c;
+}
+
+static int by_collective(const void *a, const void *b)
+{
+    const sched_def *x = *(const sched_def *const *)a, *y = *(const sched_def *const *)b;
+    int cx = rank_of(x), cy = rank_of(y);
+    return cx != cy ? cx - cy : strcmp(x->name, y->name);
+}
+
 static int cmd_list(int argc, char **argv)
 {
     if (wants_help(argc, argv)) {
@@ -407,17 +533,28 @@ static int cmd_list(int argc, char **argv)
             lib_destroy(lib);
             return 1;
         }
-    /* order: "ordered" reduces in rank order (any associative op); "any" does not reduce */
+    /* by collective, in the order of the README's table, then by name; building blocks last */
+    size_t n = lib_count(lib);
+    const sched_def **all = malloc((n + 1) * sizeof *all);
+    if (!all) {
+        lib_destroy(lib);
+        nbcc_error("out of memory");
+        return 1;
+    }
+    for (size_t i = 0; i < n; i++) all[i] = lib_at(lib, i);
+    qsort(all, n, sizeof *all, by_collective);
+    /* order: "ordered" reduces in rank order (any associative op); "-" does not reduce */
     printf("%-34s %-15s %-12s %s\n", "schedule", "collective", "order", "requires");
-    for (size_t i = 0; i < lib_count(lib); i++) {
-        const sched_def *s = lib_at(lib, i);
-        const char *c = s->collective ? s->collective : "-";
+    for (size_t i = 0; i < n; i++) {
+        const sched_def *s = all[i];
+        const char *c = s->collective ? s->collective : "(block)";
         int reduces = strstr(c, "reduce") != NULL;
         printf("%-34s %-15s %-12s ", s->name, c, s->ordered ? "ordered" : reduces ? "commutative" : "-");
         if (!s->requires) printf("-");
         for (const node *r = s->requires; r; r = r->next) printf("%s%s", r->text, r->next ? ", " : "");
         printf("\n");
     }
+    free(all);
     lib_destroy(lib);
     return 0;
 }
@@ -504,7 +641,7 @@ static int expand_list(const char *opt, const char *text, int64_t p, int has_p, 
         if (*s++ != ',') break;
     }
 bad:
-    fprintf(stderr, "nbcc: %s wants a list such as 1..33, 2,4,8, 2..1024*2%s, not '%s'\n", opt,
+    nbcc_usage_error("%s wants a list such as 1..33, 2,4,8, 2..1024*2%s, not '%s'", opt,
             has_p ? " or 1,p+1,2p-1" : " or 8,4k,1m", text);
     free(*out);
     *out = NULL;
@@ -553,7 +690,7 @@ static int verify_one(const sched_lib *lib, const sched_def *s, const verify_opt
     diag_init(&d);
     for (size_t i = 0; i < nps && !bad; i++) {
         if (ps[i] < 1 || o->base.root >= ps[i]) {
-            fprintf(stderr, "nbcc verify: p = %" PRId64 " is not a process count%s\n", ps[i], ps[i] >= 1 ? " with that --root" : "");
+            nbcc_usage_error("p = %" PRId64 " is not a process count%s", ps[i], ps[i] >= 1 ? " with that --root" : "");
             bad = 2;
             break;
         }
@@ -621,7 +758,7 @@ static int cmd_verify(int argc, char **argv)
     int esize = 4;
     const char *tname = "int", *sname = NULL;
     optind = 1;
-    for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+    for (int c; (c = getopt_long(argc, argv, ":", opts, NULL)) != -1;) {
         switch (c) {
         case 'p': o.p_text = optarg; break;
         case 'c': number("--count", optarg); o.counts_text = optarg; break;
@@ -635,17 +772,15 @@ static int cmd_verify(int argc, char **argv)
         case 'P': add_param(&o.base, optarg); break;
         case 'B': o.nbufs_text = optarg; break;
         case 't':
-            if (type_by_name(optarg, &esize, &tname)) return 2;
+            if (nbcc_type(optarg, &esize, &tname)) return 2;
             o.base.esize = esize;
             break;
-        default: fputs(usage_verify, stderr); return 2;
+        default: return nbcc_bad_option(argv, c);
         }
     }
     if (optind != argc - 1 || o.base.root < 0 || (o.only_commutative && o.only_noncommutative)) {
-        fprintf(stderr, "nbcc verify: %s\n", optind != argc - 1 ? "name one schedule or file"
-                                             : o.base.root < 0 ? "--root must be >= 0" : "--commutative or --noncommutative, not both");
-        fputs(usage_verify, stderr);
-        return 2;
+        return nbcc_usage_error("%s", optind != argc - 1 ? "name one schedule or file"
+                                      : o.base.root < 0 ? "--root must be >= 0" : "--commutative or --noncommutative, not both");
     }
     sched_lib *lib = load_builtins();
     const sched_def *found[64];
@@ -655,7 +790,7 @@ static int cmd_verify(int argc, char **argv)
         printf("%s: no schedule in it implements a collective (building blocks only): nothing to verify\n", argv[optind]);
         rc = 0;
     } else if (n == 0) {
-        complain_missing("verify", argv[optind], sname);
+        complain_missing(argv[optind], sname);
     }
     for (int i = 0; i < n && rc != 2; i++) {
         int r = verify_one(lib, found[i], &o);
@@ -676,15 +811,14 @@ static int simulate_compare(sched_lib *lib, int argc, char **argv, const char *c
         int n = find_schedules(lib, argv[i], NULL, &s, 1);
         if (n < 0) return 1;
         if (n == 0) {
-            complain_missing("simulate", argv[i], NULL);
+            complain_missing(argv[i], NULL);
             return 1;
         }
         if (!collective) collective = s->collective;
     }
     if (!collective) collective = "allreduce";
     if (collective_from_name(collective) < 0) {
-        fprintf(stderr, "nbcc simulate: unknown collective '%s'\n", collective);
-        return 2;
+        return nbcc_bad_collective(collective);
     }
     int64_t *ps, *bytes;
     size_t nps, nbytes;
@@ -695,7 +829,7 @@ static int simulate_compare(sched_lib *lib, int argc, char **argv, const char *c
     }
     for (size_t i = 0; i < nps; i++)
         if (ps[i] < 1) {
-            fprintf(stderr, "nbcc simulate: p = %" PRId64 " is not a process count\n", ps[i]);
+            nbcc_usage_error("p = %" PRId64 " is not a process count", ps[i]);
             free(ps), free(bytes);
             return 2;
         }
@@ -733,7 +867,7 @@ static int cmd_simulate(int argc, char **argv)
     sim_model m;
     sim_model_default(&m);
     optind = 1;
-    for (int c; (c = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+    for (int c; (c = getopt_long(argc, argv, ":", opts, NULL)) != -1;) {
         char err[200];
         switch (c) {
         case 'p': p_text = optarg; break;
@@ -750,14 +884,13 @@ static int cmd_simulate(int argc, char **argv)
         case 'B': base.nbufs = number("--nbufs", optarg); break;
         case 'M':
             if (sim_model_parse(optarg, &m, err, sizeof err)) {
-                fprintf(stderr, "nbcc simulate: %s\n", err);
-                return 2;
+                return nbcc_usage_error("--model: %s", err);
             }
             break;
         case 't':
-            if (type_by_name(optarg, &esize, &tname)) return 2;
+            if (nbcc_type(optarg, &esize, &tname)) return 2;
             break;
-        default: fputs(usage_simulate, stderr); return 2;
+        default: return nbcc_bad_option(argv, c);
         }
     }
     sched_lib *lib = load_builtins();
@@ -771,16 +904,17 @@ static int cmd_simulate(int argc, char **argv)
     }
     int64_t *ps = NULL, *bs = NULL;
     size_t nps = 0, nbs = 0;
+    /* "": expand_list has said what is wrong already */
     const char *why = optind != argc - 1 ? "name one schedule or file (or give --compare)"
                       : !p_text ? "--p P is required"
-                      : expand_list("--p", p_text, 0, 0, &ps, &nps) || nps != 1 || ps[0] < 1 ? "--p wants one process count"
+                      : expand_list("--p", p_text, 0, 0, &ps, &nps) ? ""
+                      : nps != 1 || ps[0] < 1 ? "--p wants one process count"
                       : (!bytes_text) == (count < 0) ? "give --bytes N or --count N"
-                      : bytes_text && (expand_list("--bytes", bytes_text, 0, 0, &bs, &nbs) || nbs != 1 || bs[0] < 0 || bs[0] % esize)
-                          ? "--bytes wants one size, a whole number of elements"
+                      : bytes_text && expand_list("--bytes", bytes_text, 0, 0, &bs, &nbs) ? ""
+                      : bs && (nbs != 1 || bs[0] < 0 || bs[0] % esize) ? "--bytes wants one size, a whole number of elements"
                       : root < 0 || root >= ps[0] ? "--root must be in 0..p-1" : rounds < 0 ? "--rounds must be >= 0" : NULL;
     if (why) {
-        fprintf(stderr, "nbcc simulate: %s\n", why);
-        fputs(usage_simulate, stderr);
+        if (*why) nbcc_usage_error("%s", why);
         free(ps), free(bs), lib_destroy(lib);
         return 2;
     }
@@ -788,7 +922,7 @@ static int cmd_simulate(int argc, char **argv)
     const sched_def *s;
     int n = find_schedules(lib, argv[optind], sname, &s, 1);
     if (n <= 0) {
-        if (n == 0) complain_missing("simulate", argv[optind], sname);
+        if (n == 0) complain_missing(argv[optind], sname);
         free(ps), free(bs), lib_destroy(lib);
         return 1;
     }
@@ -815,7 +949,7 @@ static int cmd_simulate(int argc, char **argv)
         printf("simulated in %.2f s\n", seconds_since(&t0));
         sim_result_free(&res);
     } else if (rc == SIM_SKIP) {
-        fprintf(stderr, "nbcc simulate: '%s' does not apply for p = %" PRId64 ", count = %lld (its requirements fail; nbcc list shows them)\n",
+        nbcc_error("'%s' does not apply for p = %" PRId64 ", count = %lld (its requirements fail; nbcc list shows them)",
                 s->name, a.p, count);
     } else {
         fprintf(stderr, "%s", d.text ? d.text : "");
@@ -846,7 +980,7 @@ static int cmd_draw(int argc, char **argv)
     int esize = 4, inplace = 0, commutative = 1;
     const char *tname = "int", *sname = NULL, *path = NULL, *format = NULL;
     optind = 1;
-    for (int c; (c = getopt_long(argc, argv, "o:", opts, NULL)) != -1;) {
+    for (int c; (c = getopt_long(argc, argv, ":o:", opts, NULL)) != -1;) {
         switch (c) {
         case 'p': p = number("--p", optarg); break;
         case 'c': count = number("--count", optarg); break;
@@ -859,9 +993,9 @@ static int cmd_draw(int argc, char **argv)
         case 'R': root = number("--root", optarg); break;
         case 's': sname = optarg; break;
         case 't':
-            if (type_by_name(optarg, &esize, &tname)) return 2;
+            if (nbcc_type(optarg, &esize, &tname)) return 2;
             break;
-        default: fputs(usage_draw, stderr); return 2;
+        default: return nbcc_bad_option(argv, c);
         }
     }
     if (!format && path) {
@@ -876,15 +1010,13 @@ static int cmd_draw(int argc, char **argv)
                       : root < 0 || root >= p ? "--root must be in 0..p-1"
                       : strcmp(format, "svg") && strcmp(format, "dot") && strcmp(format, "text") ? "--format is svg, dot or text" : NULL;
     if (why) {
-        fprintf(stderr, "nbcc draw: %s\n", why);
-        fputs(usage_draw, stderr);
-        return 2;
+        return nbcc_usage_error("%s", why);
     }
     sched_lib *lib = load_builtins();
     const sched_def *s;
     int n = find_schedules(lib, argv[optind], sname, &s, 1);
     if (n <= 0) {
-        if (n == 0) complain_missing("draw", argv[optind], sname);
+        if (n == 0) complain_missing(argv[optind], sname);
         lib_destroy(lib);
         return 1;
     }
@@ -908,7 +1040,7 @@ static int cmd_draw(int argc, char **argv)
     } else {
         FILE *out = path ? fopen(path, "w") : stdout;
         if (!out || fwrite(buf, 1, len, out) != len || (path && fclose(out) != 0)) {
-            fprintf(stderr, "nbcc draw: cannot write %s\n", path ? path : "standard output");
+            nbcc_error("cannot write %s", path ? path : "standard output");
             rc = -1;
         }
     }
@@ -918,26 +1050,39 @@ static int cmd_draw(int argc, char **argv)
     return rc ? 1 : 0;
 }
 
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+} commands[] = {
+    {"check", cmd_check},           {"dump", cmd_dump},   {"list", cmd_list},
+    {"explain", nbcc_explain},      {"calibrate", nbcc_calibrate}, {"tune", nbcc_tune},
+    {"verify", cmd_verify},         {"simulate", cmd_simulate},    {"draw", cmd_draw},
+};
+
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fputs(usage_main, stderr);
-        return 2;
-    }
+    opterr = 0; /* getopt's own messages would not follow ours */
+    if (argc < 2) return nbcc_usage_error("name a command");
     const char *cmd = argv[1];
-    if (!strcmp(cmd, "check")) return cmd_check(argc - 1, argv + 1);
-    if (!strcmp(cmd, "dump")) return cmd_dump(argc - 1, argv + 1);
-    if (!strcmp(cmd, "list")) return cmd_list(argc - 1, argv + 1);
-    if (!strcmp(cmd, "explain")) return nbcc_explain(argc - 1, argv + 1);
-    if (!strcmp(cmd, "calibrate")) return nbcc_calibrate(argc - 1, argv + 1);
-    if (!strcmp(cmd, "tune")) return nbcc_tune(argc - 1, argv + 1);
-    if (!strcmp(cmd, "verify")) return cmd_verify(argc - 1, argv + 1);
-    if (!strcmp(cmd, "simulate")) return cmd_simulate(argc - 1, argv + 1);
-    if (!strcmp(cmd, "draw")) return cmd_draw(argc - 1, argv + 1);
-    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+    if (!strcmp(cmd, "--version")) {
+        printf("nbcc %s\n", nbc_version());
+        return 0;
+    }
+    char *help[] = {argv[0], argc > 2 ? argv[2] : NULL, "--help", NULL};
+    if (!strcmp(cmd, "help") && argc > 2) { /* nbcc help dump is nbcc dump --help */
+        cmd = argv[2];
+        argc = 3;
+        argv = help;
+    } else if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         fputs(usage_main, stdout);
         return 0;
     }
-    fprintf(stderr, "nbcc: unknown command '%s'\n\n%s", cmd, usage_main);
-    return 2;
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        if (!strcmp(cmd, commands[i].name)) {
+            static char prefix[32];
+            snprintf(prefix, sizeof prefix, "nbcc %s", cmd);
+            nbcc_cmd = prefix;
+            return commands[i].run(argc - 1, argv + 1);
+        }
+    return nbcc_usage_error("unknown command '%s'", cmd);
 }

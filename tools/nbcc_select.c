@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../interp/reduce.h"
 #include "../runtime/nbc.h"
@@ -26,7 +27,8 @@ static const char *const usage_explain =
     "tuning file (--tuning), and the cost model (every eligible schedule's predicted time).\n"
     "--mode shows just one of them.\n"
     "  --collective C  allreduce reduce bcast barrier reduce_scatter allgather allreduce_multi\n"
-    "  --type T        int8 int16 int int64 float double (default double)\n"
+    "  --type T        int8 char int16 short int int32 float int64 long double long_double\n"
+    "                  (default double)\n"
     "  --op O          sum prod min max band bor bxor land lor lxor (commutative), or\n"
     "                  noncommutative (a user-defined op that is not)\n";
 
@@ -46,18 +48,14 @@ static const char *const usage_tune =
     "mpiexec, with a progress bar, and writes rules for this p that choose the fastest at each\n"
     "size: a tuning file for NBC_TUNING or nbc_load_tuning. Run it once per p, with --append\n"
     "after the first, to cover several. Sizes default to 8 B .. 4 MiB by factors of 4. A\n"
-    "schedule with a segsize parameter is also tried with 256 KiB and 1 MiB segments.\n";
+    "schedule with a segsize parameter is also tried with 256 KiB and 1 MiB segments.\n"
+    "Timings are noisy, so each schedule is timed R times (--reps, default 5), the repetitions\n"
+    "alternating the schedules, and compared by medians: the built-in rules' choice stays\n"
+    "unless another schedule beats it by more than 5% and beyond both interquartile ranges.\n"
+    "A warning says when the machine looks busy (load average above the cores, or the built-in\n"
+    "choice's timings spread by more than 20%).\n";
 
 /* ---- explain ---- */
-
-static int type_size(const char *t)
-{
-    static const struct { const char *name; int size; } types[] = {
-        {"int8", 1}, {"int16", 2}, {"int", 4}, {"int32", 4}, {"float", 4}, {"int64", 8}, {"double", 8}};
-    for (size_t i = 0; i < sizeof types / sizeof *types; i++)
-        if (!strcmp(types[i].name, t)) return types[i].size;
-    return 0;
-}
 
 int nbcc_explain(int argc, char **argv)
 {
@@ -76,7 +74,7 @@ int nbcc_explain(int argc, char **argv)
     long long p = 0, count = -1;
     int inplace = 0;
     optind = 1;
-    for (int o; (o = getopt_long(argc, argv, "", opts, NULL)) != -1;) {
+    for (int o; (o = getopt_long(argc, argv, ":", opts, NULL)) != -1;) {
         switch (o) {
         case 'c': coll_name = optarg; break;
         case 'p': p = number("--p", optarg); break;
@@ -87,18 +85,17 @@ int nbcc_explain(int argc, char **argv)
         case 'f': tuning = optarg; break;
         case 'm': model_text = optarg; break;
         case 'M': only = optarg; break;
-        default: fputs(usage_explain, stderr); return 2;
+        default: return nbcc_bad_option(argv, o);
         }
     }
-    int coll = collective_from_name(coll_name), esize = type_size(type);
-    if (only && strcmp(only, "rules") && strcmp(only, "model")) coll = -2;
-    if (coll < 0 || p < 1 || count < 0 || !esize || optind != argc) {
-        fprintf(stderr, "nbcc explain: %s\n", coll == -2 ? "--mode is rules or model" : coll < 0 ? "unknown collective" : p < 1 ? "--p P is required"
-                                              : count < 0 ? "--count N is required" : !esize ? "unknown type"
-                                                                                             : "unexpected arguments");
-        fputs(usage_explain, stderr);
-        return 2;
-    }
+    int coll = collective_from_name(coll_name), esize;
+    const char *tname;
+    if (coll < 0) return nbcc_bad_collective(coll_name);
+    if (nbcc_type(type, &esize, &tname)) return 2;
+    if (only && strcmp(only, "rules") && strcmp(only, "model"))
+        return nbcc_usage_error("--mode is rules or model, not '%s'", only);
+    if (p < 1 || count < 0 || optind != argc)
+        return nbcc_usage_error("%s", p < 1 ? "--p P is required" : count < 0 ? "--count N is required" : "unexpected arguments");
     int commutative = strcmp(op, "noncommutative") != 0;
 
     diag d, why;
@@ -183,17 +180,14 @@ int nbcc_calibrate(int argc, char **argv)
     const char *out = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
-        else {
-            fputs(usage_calibrate, stderr);
-            return 2;
-        }
+        else return nbcc_usage_error("unexpected argument '%s'", argv[i]);
     }
     MPI_Init(&argc, &argv);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (size < 2) {
-        if (rank == 0) fprintf(stderr, "nbcc calibrate: run it under mpiexec -n 2 (or more)\n");
+        if (rank == 0) nbcc_error("run it under mpiexec -n 2 (or more)");
         MPI_Finalize();
         return 2;
     }
@@ -225,7 +219,7 @@ int nbcc_calibrate(int argc, char **argv)
     if (rank == 0) {
         FILE *f = out ? fopen(out, "w") : stdout;
         if (!f) {
-            fprintf(stderr, "nbcc calibrate: cannot write %s\n", out ? out : "-");
+            nbcc_error("cannot write %s", out ? out : "-");
         } else {
             fprintf(f, "# measured by nbcc calibrate between ranks 0 and 1 (p = %d); y[i] += x[i] on doubles\n", size);
             fprintf(f, "alpha=%.3e,beta=%.3e,gamma=%.3e\n", alpha, beta, gamma);
@@ -256,44 +250,40 @@ static int one_call(double *in, double *out, int n)
     return nbc_iallreduce(in, out, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &q) == MPI_SUCCESS && nbc_wait(&q) == MPI_SUCCESS;
 }
 
+enum { BATCHES = 3 };
+
 /* Time per call of allreduces of n doubles with the schedule forced, measured as bench/ does:
- * the median of reps batches, each a barrier and then back-to-back calls filling about 1 ms (at
- * least one), timed on the slowest rank. Every rank gets the same answer; negative when the
- * schedule refuses the call. */
-static double time_schedule(const char *name, double *in, double *out, int n, int reps)
+ * the median of BATCHES batches, each a barrier and then back-to-back calls filling about 1 ms
+ * (at least one), timed on the slowest rank. Every rank gets the same answer; negative when
+ * the schedule refuses the call. */
+static double time_schedule(const char *name, double *in, double *out, int n)
 {
     if (nbc_set_schedule("allreduce", name) != MPI_SUCCESS) return -1;
-    int ok = one_call(in, out, n); /* compiles the program and fills the cache */
+    int ok = one_call(in, out, n); /* compiles the program (or finds it cached) */
     double once = MPI_Wtime();
     ok = ok && one_call(in, out, n);
     once = MPI_Wtime() - once;
-    double *t = malloc(sizeof(double) * (size_t)reps);
-    ok = ok && t; /* every rank goes on, or none does */
-    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD); /* all go on, or none */
     MPI_Allreduce(MPI_IN_PLACE, &once, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    if (!ok) {
-        free(t);
-        return -1;
-    }
+    if (!ok) return -1;
     int iters = once >= 1e-3 ? 1 : once > 1e-8 ? (int)(1e-3 / once) : 100000;
-    for (int r = 0; r < reps; r++) {
+    double t[BATCHES];
+    for (int r = 0; r < BATCHES; r++) {
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
         for (int i = 0; i < iters; i++) ok &= one_call(in, out, n);
         t[r] = (MPI_Wtime() - t0) / iters;
     }
-    MPI_Allreduce(MPI_IN_PLACE, t, reps, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, t, BATCHES, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    qsort(t, (size_t)reps, sizeof *t, cmp_double);
-    double med = ok ? t[reps / 2] : -1;
-    free(t);
-    return med;
+    qsort(t, BATCHES, sizeof *t, cmp_double);
+    return ok ? t[BATCHES / 2] : -1;
 }
 
 /* What tune times: every allreduce schedule as it is, and one with a segment size also at
  * 256 KiB and 1 MiB segments (the default suits the decision tree's mid sizes; large
  * messages on one node want segments that fill the L2). Returns how many, at most max. */
-enum { MAX_CANDIDATES = 64 };
+enum { MAX_CANDIDATES = 64, MAX_REPS = 64 };
 static int tune_candidates(const sched_lib *lib, char names[][96], int max)
 {
     static const long segs[] = {262144, 1048576};
@@ -310,6 +300,39 @@ static int tune_candidates(const sched_lib *lib, char names[][96], int max)
     return n;
 }
 
+/* The built-in rules' choice for an allreduce of n doubles on p ranks, as a spec for
+ * nbc_set_schedule ("name" or "name:param=value,..."); "" when none is eligible. */
+static void builtin_choice(const sched_lib *lib, const rule_table *rules, int p, int n, char *spec, size_t size)
+{
+    compile_args a = {.p = p, .count = n, .esize = 8, .commutative = 1};
+    sim_model m;
+    sim_model_default(&m);
+    const sched_def *s = select_choose(lib, rules, SELECT_RULES, &m, COLL_ALLREDUCE, &a, NULL);
+    snprintf(spec, size, "%s", s ? s->name : "");
+    for (int k = 0; s && k < a.nparams; k++)
+        snprintf(spec + strlen(spec), size - strlen(spec), "%c%s=%lld", k ? ',' : ':', a.params[k].name,
+                 (long long)a.params[k].value);
+}
+
+/* Median and quartiles of a candidate's repetitions (sorted in place); 0 when it was refused. */
+typedef struct {
+    double med, q1, q3;
+    int ok;
+} summary;
+
+static summary summarize(double *t, int reps)
+{
+    summary s = {0};
+    for (int r = 0; r < reps; r++)
+        if (t[r] < 0) return s;
+    qsort(t, (size_t)reps, sizeof *t, cmp_double);
+    s.med = reps % 2 ? t[reps / 2] : (t[reps / 2 - 1] + t[reps / 2]) / 2;
+    s.q1 = t[reps / 4];
+    s.q3 = t[(3 * reps) / 4 < reps ? (3 * reps) / 4 : reps - 1];
+    s.ok = 1;
+    return s;
+}
+
 int nbcc_tune(int argc, char **argv)
 {
     if (wants_help(argc, argv)) {
@@ -317,16 +340,13 @@ int nbcc_tune(int argc, char **argv)
         return 0;
     }
     const char *out = NULL, *sizes_text = NULL;
-    int append = 0, reps = 20;
+    int append = 0, reps = 5;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
         else if (!strcmp(argv[i], "--append")) append = 1;
         else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) sizes_text = argv[++i];
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = (int)number("--reps", argv[++i]);
-        else {
-            fputs(usage_tune, stderr);
-            return 2;
-        }
+        else return nbcc_usage_error("unexpected argument '%s'", argv[i]);
     }
     long sizes[64];
     int nsizes = 0;
@@ -338,70 +358,109 @@ int nbcc_tune(int argc, char **argv)
     } else {
         for (long b = 8; b <= (4 << 20); b *= 4) sizes[nsizes++] = b;
     }
-    if (reps < 1 || nsizes == 0) {
-        fputs(usage_tune, stderr);
-        return 2;
-    }
+    if (reps < 1 || reps > MAX_REPS || nsizes == 0)
+        return nbcc_usage_error("%s", nsizes == 0 ? "--sizes is empty" : "--reps must be 1 .. 64");
+    /* the load before we add ours: more runnable tasks than cores makes every timing suspect */
+    double load = 0;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (getloadavg(&load, 1) != 1) load = 0;
     MPI_Init(&argc, &argv);
     int rank, p;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &p);
     sched_lib *lib = lib_create();
+    rule_table *rules = rules_create();
     diag d;
     diag_init(&d);
     lib_add_builtins(lib, &d);
+    rules_add(rules, lib, nbc_default_rules[0].name, nbc_default_rules[0].text, nbc_default_rules[0].len, 0, &d);
     diag_free(&d);
 
-    const char *winner[64];
-    double best_t[64];
     long maxn = sizes[nsizes - 1] / 8 + 1;
     double *in = calloc((size_t)maxn, sizeof(double)), *res = calloc((size_t)maxn, sizeof(double));
     if (!in || !res) {
-        fprintf(stderr, "nbcc tune: out of memory for two buffers of %ld bytes\n", maxn * 8);
+        nbcc_error("out of memory for two buffers of %ld bytes", maxn * 8);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     /* Real data in real pages: pages calloc never wrote all map the kernel's one zero page,
      * which reads from cache and made large inputs look several times cheaper than they are. */
     for (long i = 0; i < maxn; i++) in[i] = (double)(i % 7), res[i] = 1;
-    static char names[MAX_CANDIDATES][96];
-    int nsched = tune_candidates(lib, names, MAX_CANDIDATES), done = 0, total = nsched * nsizes;
+    static char names[MAX_CANDIDATES + 1][96];
+    static double t[MAX_CANDIDATES + 1][MAX_REPS];
+    static char line[64][320];
+    int ncand = tune_candidates(lib, names, MAX_CANDIDATES), done = 0, total = ncand * nsizes * reps;
+    double worst_spread = 0; /* of the built-in choice, relative to its median */
     for (int k = 0; k < nsizes; k++) {
-        int n = (int)(sizes[k] / 8);
-        winner[k] = NULL;
-        for (int i = 0; i < nsched; i++) {
-            double t = time_schedule(names[i], in, res, n, reps);
-            if (t >= 0 && (!winner[k] || t < best_t[k])) winner[k] = names[i], best_t[k] = t;
-            if (rank == 0) { /* the progress bar */
-                done++;
-                int bar = 40 * done / total;
-                fprintf(stderr, "\r[%.*s%*s] %3d%%  %8ld B  %-40s", bar, "========================================", 40 - bar, "",
-                        100 * done / total, sizes[k], names[i]);
-                fflush(stderr);
-            }
+        int n = (int)(sizes[k] / 8), nsched = ncand, dflt = -1;
+        char spec[96];
+        builtin_choice(lib, rules, p, n, spec, sizeof spec);
+        for (int i = 0; i < nsched; i++)
+            if (!strcmp(names[i], spec)) dflt = i;
+        if (dflt < 0 && spec[0]) { /* a rule's parameters that are not among the candidates */
+            snprintf(names[nsched], sizeof names[nsched], "%s", spec);
+            dflt = nsched++;
         }
+        /* Repetitions alternate the schedules, each starting one further along, so that a
+         * burst of load hits them all alike rather than one schedule's every sample. */
+        for (int r = 0; r < reps; r++)
+            for (int j = 0; j < nsched; j++) {
+                int i = (j + r) % nsched;
+                t[i][r] = time_schedule(names[i], in, res, n);
+                if (rank == 0) { /* the progress bar */
+                    done += done < total; /* a rule's extra candidate is not counted */
+                    int bar = 40 * done / total;
+                    fprintf(stderr, "\r[%.*s%*s] %3d%%  %8ld B  %-40s", bar, "========================================", 40 - bar,
+                            "", 100 * done / total, sizes[k], names[i]);
+                    fflush(stderr);
+                }
+            }
+        /* The fastest median wins only if it beats the built-in choice by more than 5% and
+         * beyond both interquartile ranges; otherwise the built-in choice stays. */
+        summary sum[MAX_CANDIDATES + 1] = {{0}}, def = {0};
+        int best = -1;
+        for (int i = 0; i < nsched; i++) {
+            sum[i] = summarize(t[i], reps);
+            if (sum[i].ok && (best < 0 || sum[i].med < sum[best].med)) best = i;
+        }
+        if (dflt >= 0) def = sum[dflt];
+        int win = best;
+        if (def.ok && best != dflt && !(sum[best].med < 0.95 * def.med && sum[best].q3 < def.q1)) win = dflt;
+        if (def.ok && def.med > 0 && (def.q3 - def.q1) / def.med > worst_spread) worst_spread = (def.q3 - def.q1) / def.med;
+        line[k][0] = '\0';
+        if (win < 0) continue;
+        long lo = k == 0 ? 0 : (sizes[k - 1] + sizes[k]) / 2;
+        char hi[48] = "";
+        if (k + 1 < nsizes) snprintf(hi, sizeof hi, " bytes < %ld", (sizes[k] + sizes[k + 1]) / 2);
+        char why[160] = " (the built-in choice)";
+        if (win != dflt && def.ok)
+            snprintf(why, sizeof why, " (built-in %s: %.2f us)", names[dflt], def.med * 1e6);
+        else if (win == dflt && best != dflt)
+            snprintf(why, sizeof why, " (the built-in choice; %s's %.2f us is within the noise)", names[best],
+                     sum[best].med * 1e6);
+        snprintf(line[k], sizeof line[k], "allreduce p == %d bytes >= %ld%s -> %s   # %.2f us at %ld B%s\n", p, lo, hi,
+                 names[win], sum[win].med * 1e6, sizes[k], why);
     }
     nbc_set_schedule("allreduce", NULL);
     if (rank == 0) {
         fprintf(stderr, "\n");
+        if (load > cores || worst_spread > 0.2)
+            nbcc_error("warning: the machine looks busy (load average %.1f on %ld cores; the built-in choice's timings "
+                       "spread by up to %.0f%%): these rules are unreliable, rerun on a quiet machine",
+                       load, cores, 100 * worst_spread);
         FILE *f = out ? fopen(out, append ? "a" : "w") : stdout;
         if (!f) {
-            fprintf(stderr, "nbcc tune: cannot write %s\n", out ? out : "-");
+            nbcc_error("cannot write %s", out ? out : "-");
         } else {
-            fprintf(f, "# nbcc tune, p = %d, doubles, sum, median of %d batches of about 1 ms per schedule and size\n", p,
-                    reps);
-            for (int k = 0; k < nsizes; k++) { /* sizes between two measured ones go to the nearer */
-                if (!winner[k]) continue;
-                long lo = k == 0 ? 0 : (sizes[k - 1] + sizes[k]) / 2;
-                char hi[48] = "";
-                if (k + 1 < nsizes) snprintf(hi, sizeof hi, " bytes < %ld", (sizes[k] + sizes[k + 1]) / 2);
-                fprintf(f, "allreduce p == %d bytes >= %ld%s -> %s   # %.2f us at %ld B\n", p, lo, hi, winner[k],
-                        best_t[k] * 1e6, sizes[k]);
-            }
+            fprintf(f, "# nbcc tune, p = %d, doubles, sum: medians of %d repetitions alternating the schedules (each the median\n"
+                       "# of %d batches of about 1 ms); the built-in choice stays unless beaten by 5%% and beyond the quartiles\n",
+                    p, reps, BATCHES);
+            for (int k = 0; k < nsizes; k++) fputs(line[k], f); /* sizes between two measured go to the nearer */
             if (out) fclose(f);
         }
     }
     free(in);
     free(res);
+    rules_destroy(rules);
     lib_destroy(lib);
     nbc_finalize();
     MPI_Finalize();
