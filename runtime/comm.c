@@ -44,6 +44,14 @@ static int delete_state(MPI_Comm comm, int key, void *attr, void *extra)
     comm_state *cs = attr;
     if (cs == last_state) last_comm = MPI_COMM_NULL, last_state = NULL;
     cs->user = MPI_COMM_NULL;
+#ifdef OPEN_MPI
+    /* Open MPI 4.1's MPI_Comm_idup still reads its parent after MPI_Comm_free has released it
+     * (a crash in MPI_Test), so a duplication in progress is completed now. It can only wait
+     * for ranks that have not yet made this communicator's first nbc call, which they must
+     * make before they free it too. */
+    if (cs->pending != MPI_REQUEST_NULL) MPI_Wait(&cs->pending, MPI_STATUS_IGNORE);
+    if (cs->any_pending != MPI_REQUEST_NULL) MPI_Wait(&cs->any_pending, MPI_STATUS_IGNORE);
+#endif
     if (cs->refs == 0) destroy_state(cs);
     return MPI_SUCCESS;
 }

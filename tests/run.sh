@@ -68,7 +68,9 @@ TAG=${3:+$3 }
 suite "unit_dsl" "$BUILD/tests/unit_dsl" tests/dsl/broken.txt
 suite "unit_select" "$BUILD/tests/unit_select"
 suite "unit_cache" "$BUILD/tests/unit_cache"
-ASAN_OPTIONS=detect_leaks=0 suite "unit_reduce" $MPIEXEC -n 1 "$BUILD/tests/unit_reduce"
+# the kernels are compared with MPI_Reduce_local; Open MPI 4.1's AVX reductions saturate
+# 8- and 16-bit sums instead of wrapping, so its plain C ones are the reference there
+OMPI_MCA_op=^avx ASAN_OPTIONS=detect_leaks=0 suite "unit_reduce" $MPIEXEC -n 1 "$BUILD/tests/unit_reduce"
 
 if true; then
     # golden dumps: the compiled programs reviewed once, kept byte for byte
