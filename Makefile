@@ -26,7 +26,8 @@ CC       := mpicc.$(MPI)
 MPIEXEC_mpich   := mpiexec.mpich
 MPIEXEC_openmpi := mpiexec.openmpi --oversubscribe
 MPIEXEC  := $(MPIEXEC_$(MPI))
-export MPIEXEC
+MPICC    := $(CC)
+export MPIEXEC MPICC MPI
 ifeq ($(MPI),openmpi)
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
