@@ -195,6 +195,41 @@ static void hit_allocates_nothing(void)
           (unsigned long long)(after.hits - before.hits));
 }
 
+/* A persistent start allocates nothing and looks nothing up: the cache is not even asked. */
+static void start_allocates_nothing(void)
+{
+    double in[64], out[64];
+    for (int i = 0; i < 64; i++) in[i] = rank + i;
+    MPI_Info any;
+    MPI_Info_create(&any);
+    MPI_Info_set(any, "nbc_start_order", "any");
+    MPI_Info_set(any, "nbc_priority", "3");
+    nbc_request r[2];
+    int rc = nbc_allreduce_init(in, out, 64, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &r[0]);
+    if (rc == MPI_SUCCESS) rc = nbc_allreduce_init(in, out + 32, 32, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, any, &r[1]);
+    MPI_Info_free(&any);
+    for (int k = 0; k < 2 && rc == MPI_SUCCESS; k++) { /* the first starts may set up the communicators */
+        rc = nbc_startall(2, r);
+        if (rc == MPI_SUCCESS) rc = nbc_waitall(2, r);
+    }
+    nbc_cache_stats before, after;
+    nbc_get_cache_stats(&before);
+    long start = allocations;
+    for (int k = 0; k < 100 && rc == MPI_SUCCESS; k++) {
+        rc = nbc_start(&r[k % 2]);
+        if (rc == MPI_SUCCESS) rc = nbc_start(&r[1 - k % 2]);
+        if (rc == MPI_SUCCESS) rc = nbc_waitall(2, r);
+    }
+    long used = allocations - start;
+    nbc_get_cache_stats(&after);
+    check(rc == MPI_SUCCESS && used == 0 && after.hits == before.hits && after.misses == before.misses,
+          "200 persistent starts (ordered and any-order) allocate nothing and never ask the cache",
+          "rc %d, %ld allocations, %llu lookups", rc, used,
+          (unsigned long long)(after.hits + after.misses - before.hits - before.misses));
+    nbc_request_free(&r[0]);
+    nbc_request_free(&r[1]);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -205,6 +240,7 @@ int main(int argc, char **argv)
     thousand_in_flight();
     first_use_does_not_block();
     hit_allocates_nothing();
+    start_allocates_nothing();
     check(nbc_finalize() == MPI_SUCCESS, "nbc_finalize", "");
 
     int any[MAX_CHECKS];
