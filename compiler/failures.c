@@ -126,6 +126,11 @@ static void print_detail(FILE *out, const fail_model *m, const fail_case *c, con
         }
         fprintf(out, "\n");
     }
+    if (c->tainted_elems)
+        fprintf(out, "  rank %u's raw input is %s\n", c->f,
+                c->f_known ? "on a survivor too"
+                           : "on no survivor (for some elements): its data lives on only inside partial results, which a "
+                             "result of the survivors alone cannot use unless the op can be inverted");
     fprintf(out, "  %s; lower bound to finish: %" PRIu64 " elements received, %u message(s)\n",
             c->finishable ? "the survivors can finish without it" : "the survivors cannot finish: a contribution is lost",
             c->need_elems, c->need_ranks);

@@ -3,8 +3,9 @@
  * are read element by element:
  *   - lost: contributions that no survivor holds any more, raw or inside a partial result;
  *   - final: which survivors hold the final value (every contribution) in their result;
- *   - tainted: partial results on survivors that contain f's data: useless for an op that
- *     cannot be inverted, unless f's raw input is known to a survivor;
+ *   - tainted: partial results on survivors that contain f's data: they serve the full
+ *     result, but a result of the survivors alone cannot use them unless the op can be
+ *     inverted (or f's raw input is known, to redo them without it);
  *   - finishable: the survivors can still produce the full result without f, that is, the
  *     pieces they hold include, for every element, a set of disjoint partial results that
  *     together contain every contribution once;

@@ -129,13 +129,16 @@ static int one(const sched_lib *lib, const sched_def *s, const compile_args *a, 
         rc = nbcc_usage_error("--rank must be in 0..p-1");
     } else if (rank >= 0 || round >= 0) { /* the cases asked for, in detail */
         if (!strcmp(format, "csv")) csv_head(out);
+        int any = 0;
         for (uint32_t f = 0; f < (uint32_t)a->p && !rc; f++)
             for (uint32_t k = 0; k < m.prog[f]->nrounds && !rc; k++) {
                 if ((rank >= 0 && f != rank) || (round >= 0 && k != round)) continue;
                 fail_case c;
+                any = 1;
                 if (fail_case_run(&m, f, k, &c, strcmp(format, "csv") ? out : NULL)) rc = 1;
                 else if (!strcmp(format, "csv")) csv_case(out, &m, &c);
             }
+        if (!rc && !any) rc = nbcc_usage_error("no such stop: --round is beyond %s rounds", rank >= 0 ? "the rank's" : "every rank's");
     } else {
         fail_summary sum;
         case_list l = {0};
