@@ -136,83 +136,93 @@ static void print_detail(FILE *out, const fail_model *m, const fail_case *c, con
             c->need_elems, c->need_ranks);
 }
 
+typedef struct {
+    uint32_t p, f;
+    uint64_t full, survivors, needers;
+    uint64_t *masks;     /* scratch: an element's distinct masks, then the same by holder */
+    size_t cap;
+    marks mk;
+    fail_case *out;
+} reading;
+
+/* Reads the records v[0..n) of element e. Returns 0, or -1 when out of memory. */
+static int read_element(reading *g, uint64_t e, const rec *v, size_t n)
+{
+    if (2 * n + 1 > g->cap) {
+        uint64_t *t = realloc(g->masks, (2 * n + 1) * sizeof *t);
+        if (!t) return -1;
+        g->masks = t, g->cap = 2 * n + 1;
+    }
+    uint64_t have = 0, finals = 0, known = 0, full = g->full, *masks = g->masks;
+    size_t nm = 0;
+    for (size_t q = 0; q < n; q++) { /* sorted by mask: equal masks are neighbours */
+        uint64_t x = v[q].mask, who = 1ull << v[q].s;
+        have |= x;
+        if (x == full) finals |= who;
+        if (x == full && v[q].result) g->mk.done[e] |= who;
+        if (x != full && (x >> g->f & 1)) g->mk.tainted[e] |= who;
+        if (x == 1ull << g->f) known = 1;
+        if (nm == 0 || masks[nm - 1] != x) masks[nm++] = x;
+    }
+    fail_case *out = g->out;
+    g->mk.lost[e] = full & ~have;
+    out->lost |= g->mk.lost[e];
+    out->lost_elems += g->mk.lost[e] != 0;
+    out->final_elems += finals != 0;
+    out->f_known &= (int)known;
+    long budget = 100000;
+    if (g->mk.lost[e] || !cover(masks, nm, full, (int)g->f, &budget)) out->finishable = 0;
+    /* each survivor without the final value: can it form it from its own pieces? */
+    size_t at[FAIL_MAX_P + 1] = {0};
+    for (size_t q = 0; q < n; q++) at[v[q].s + 1]++;
+    for (uint32_t s = 0; s < g->p; s++) at[s + 1] += at[s];
+    for (size_t q = 0; q < n; q++) masks[nm + at[v[q].s]++] = v[q].mask; /* by holder, still sorted */
+    for (uint32_t s = 0, lo = 0; s < g->p; lo = (uint32_t)at[s], s++) {
+        if (!(g->survivors >> s & 1) || (g->mk.done[e] >> s & 1)) continue;
+        budget = 100000;
+        if (!cover(masks + nm + lo, at[s] - lo, full, (int)g->f, &budget)) g->mk.need[e] |= 1ull << s;
+    }
+    out->need_elems += (uint64_t)__builtin_popcountll(g->mk.need[e]);
+    g->needers |= g->mk.need[e];
+    return 0;
+}
+
 int fail_case_run(const fail_model *m, uint32_t f, uint32_t k, fail_case *out, FILE *detail)
 {
     uint32_t p = (uint32_t)m->base.p, limit[FAIL_MAX_P] = {0};
-    uint64_t n = (uint64_t)m->base.count, full = p == 64 ? ~0ull : (1ull << p) - 1;
+    uint64_t n = (uint64_t)m->base.count;
     for (uint32_t r = 0; r < p; r++) limit[r] = r == f ? k : UINT32_MAX;
-    fail_state *st = malloc(sizeof *st);
+    memset(out, 0, sizeof *out);
+    out->f = f, out->k = k, out->f_known = n > 0, out->finishable = 1;
+    reading g = {.p = p, .f = f, .full = p == 64 ? ~0ull : (1ull << p) - 1, .out = out};
+    g.survivors = g.full & ~(1ull << f);
+    g.mk = (marks){calloc(n + 1, 8), calloc(n + 1, 8), calloc(n + 1, 8), calloc(n + 1, 8)};
+    fail_state *st = calloc(1, sizeof *st);
     recs rs = {0};
-    marks mk = {calloc(n + 1, 8), calloc(n + 1, 8), calloc(n + 1, 8), calloc(n + 1, 8)};
-    uint64_t *masks = malloc(64 * sizeof *masks);
-    size_t masks_cap = 64;
-    int rc = st && mk.lost && mk.done && mk.tainted && mk.need && masks ? 0 : -1;
-    if (st && !rc) rc = fail_run(m, limit, st);
+    int rc = st && g.mk.lost && g.mk.done && g.mk.tainted && g.mk.need ? fail_run(m, limit, st) : -1;
     for (uint32_t s = 0; s < p && !rc; s++)
         if (s != f) rc = collect(st, s, &rs);
-    memset(out, 0, sizeof *out);
-    out->f = f, out->k = k, out->f_known = 1, out->finishable = 1;
     if (!rc) qsort(rs.v, rs.n, sizeof *rs.v, by_elem);
-    uint64_t needers = 0, survivors = full & ~(1ull << f);
-    size_t i = 0;
+    for (size_t e = 0, i = 0, j; e < n && !rc; e++, i = j) { /* each element's records (maybe none) */
+        for (j = i; j < rs.n && rs.v[j].e == e;) j++;
+        rc = read_element(&g, e, rs.v + i, j - i);
+    }
     for (uint64_t e = 0; e < n && !rc; e++) {
-        size_t j = i;
-        while (j < rs.n && rs.v[j].e == e) j++;
-        uint64_t have = 0, finals = 0, known = 0;
-        size_t nm = 0;
-        if (2 * (j - i) > masks_cap) { /* the distinct masks, then one survivor's */
-            uint64_t *t = realloc(masks, 2 * (j - i) * sizeof *t);
-            if (!t) { rc = -1; break; }
-            masks = t, masks_cap = 2 * (j - i);
-        }
-        for (size_t q = i; q < j; q++) {
-            const rec *x = &rs.v[q];
-            have |= x->mask;
-            if (x->mask == full) finals |= 1ull << x->s;
-            if (x->mask == full && x->result) mk.done[e] |= 1ull << x->s;
-            if (x->mask != full && (x->mask >> f & 1)) mk.tainted[e] |= 1ull << x->s;
-            if (x->mask == 1ull << f) known = 1;
-            if (nm == 0 || masks[nm - 1] != x->mask) masks[nm++] = x->mask;
-        }
-        mk.lost[e] = full & ~have;
-        out->lost |= mk.lost[e];
-        out->lost_elems += mk.lost[e] != 0;
-        out->final_elems += finals != 0;
-        out->f_known &= (int)known;
-        long budget = 100000;
-        int can = !mk.lost[e] && cover(masks, nm, full, (int)f, &budget);
-        if (!can) out->finishable = 0;
-        /* each survivor without the final value: can it form it from its own pieces? */
-        size_t at[FAIL_MAX_P + 1] = {0};
-        for (size_t q = i; q < j; q++) at[rs.v[q].s + 1]++;
-        for (uint32_t s = 0; s < p; s++) at[s + 1] += at[s];
-        for (size_t q = i; q < j; q++) masks[nm + at[rs.v[q].s]++] = rs.v[q].mask; /* by holder, still sorted */
-        for (uint32_t s = 0, lo = 0; s < p; lo = (uint32_t)at[s], s++) {
-            if (!(survivors >> s & 1) || (mk.done[e] >> s & 1)) continue;
-            budget = 100000;
-            if (!cover(masks + nm + lo, at[s] - lo, full, (int)f, &budget)) mk.need[e] |= 1ull << s;
-        }
-        out->need_elems += (uint64_t)__builtin_popcountll(mk.need[e]);
-        needers |= mk.need[e];
-        i = j;
+        out->done_elems += (uint64_t)__builtin_popcountll(g.mk.done[e]);
+        out->tainted_elems += (uint64_t)__builtin_popcountll(g.mk.tainted[e]);
     }
-    for (uint64_t e = 0; e < n; e++) {
-        out->done_elems += (uint64_t)__builtin_popcountll(mk.done ? mk.done[e] : 0);
-        out->tainted_elems += (uint64_t)__builtin_popcountll(mk.tainted ? mk.tainted[e] : 0);
-    }
-    out->need_ranks = (uint32_t)__builtin_popcountll(needers);
-    if (n == 0) out->f_known = 0;
+    out->need_ranks = (uint32_t)__builtin_popcountll(g.needers);
     for (uint32_t s = 0; s < p && !rc; s++) {
         int all = s != f;
-        for (uint64_t e = 0; e < n && all; e++) all = mk.done[e] >> s & 1;
+        for (uint64_t e = 0; e < n && all; e++) all = g.mk.done[e] >> s & 1;
         if (all) out->done_ranks |= 1ull << s;
     }
-    if (!rc && detail) print_detail(detail, m, out, &mk);
+    if (!rc && detail) print_detail(detail, m, out, &g.mk);
     if (st) fail_state_free(m, st);
     free(st);
     free(rs.v);
-    free(masks);
-    free(mk.lost), free(mk.done), free(mk.tainted), free(mk.need);
+    free(g.masks);
+    free(g.mk.lost), free(g.mk.done), free(g.mk.tainted), free(g.mk.need);
     return rc;
 }
 
@@ -221,7 +231,7 @@ int fail_holders_min(const fail_model *m, uint32_t k, uint32_t *min_holders)
     uint32_t p = (uint32_t)m->base.p, limit[FAIL_MAX_P] = {0};
     uint64_t n = (uint64_t)m->base.count, full = p == 64 ? ~0ull : (1ull << p) - 1;
     for (uint32_t r = 0; r < p; r++) limit[r] = k;
-    fail_state *st = malloc(sizeof *st);
+    fail_state *st = calloc(1, sizeof *st);
     uint64_t *holders = calloc(n + 1, sizeof *holders);
     recs rs = {0};
     int rc = st && holders ? fail_run(m, limit, st) : -1;
