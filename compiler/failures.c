@@ -202,10 +202,10 @@ int fail_case_run(const fail_model *m, uint32_t f, uint32_t k, fail_case *out, F
     int rc = st && g.mk.lost && g.mk.done && g.mk.tainted && g.mk.need ? fail_run(m, limit, st) : -1;
     for (uint32_t s = 0; s < p && !rc; s++)
         if (s != f) rc = collect(st, s, &rs);
-    if (!rc) qsort(rs.v, rs.n, sizeof *rs.v, by_elem);
+    if (!rc && rs.n) qsort(rs.v, rs.n, sizeof *rs.v, by_elem);
     for (size_t e = 0, i = 0, j; e < n && !rc; e++, i = j) { /* each element's records (maybe none) */
         for (j = i; j < rs.n && rs.v[j].e == e;) j++;
-        rc = read_element(&g, e, rs.v + i, j - i);
+        rc = read_element(&g, e, rs.n ? rs.v + i : NULL, j - i);
     }
     for (uint64_t e = 0; e < n && !rc; e++) {
         out->done_elems += (uint64_t)__builtin_popcountll(g.mk.done[e]);
