@@ -182,6 +182,10 @@ for mode in timeout truncate; do
             "status $rc; $(grep -v '^ok' "$tmp/out" | head -n 5) $(tail -n 3 "$tmp/err")"
     done
 done
+NBC_PROGRESS_THREAD=1 ASAN_OPTIONS=detect_leaks=0 timeout 60 $MPIEXEC -n 3 "$build/tests/mpi_failures" timeout > "$tmp/out" 2> "$tmp/err"
+rc=$?
+! grep -q '^FAIL' "$tmp/out" && [ $rc -eq 0 ] && [ "$(grep -c '^ok ' "$tmp/out")" -eq 12 ]
+check "mpi_failures timeout p=3 with the progress thread: the same errors" $? "status $rc; $(grep -v '^ok' "$tmp/out" | head -n 5)"
 # A killed rank: MPICH 4.0.2 under hydra tears the job down (docs/failures.md), even with
 # -disable-auto-cleanup, within about a second; a survivor reports NBC_TIMEOUT's error if it
 # gets there first. Checked: the job ends, and whatever a survivor says is right.

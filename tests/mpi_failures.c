@@ -89,7 +89,8 @@ int main(int argc, char **argv)
     const char *mode = argc > 1 ? argv[1] : "timeout";
     /* short for kill: hydra tears the job down within about a second of the death */
     setenv("NBC_TIMEOUT", strcmp(mode, "kill") ? "1" : "0.2", 1);
-    MPI_Init(&argc, &argv);
+    int provided; /* NBC_PROGRESS_THREAD=1 runs it with the progress thread, which needs this */
+    MPI_Init_thread(&argc, &argv, getenv("NBC_PROGRESS_THREAD") ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     /* MPICH 4.0.2 raises a failed MPI_Testall on MPI_COMM_WORLD, not on the requests'
