@@ -65,6 +65,27 @@ in_order "recursive doubling p=4: lost and complete sets of rank 0's stops (hand
     "lower bound to finish: 4 elements received, 1 message" \
     "rank 0 stops at round 2:" "rank 2: final 0..3" "lower bound to finish: 0 elements received"
 
+# ---- ring, p = 8: the same pattern. Rank 0 sends the partial sums of blocks 0, 7, 6, ..., 2 in
+# rounds 0..6 and its complete block 1 in round 7: at k <= 7 the blocks 1 .. 8-k are lost. ----
+"$nbcc" failures ring --p 8 --rank 0 > "$tmp/ring8"
+in_order "ring p=8: what rank 0's stop at each round loses (hand-worked)" "$tmp/ring8" \
+    "round 0:" "elements 0..7" "round 1:" "elements 1..7" "round 2:" "elements 1..6" "round 3:" "elements 1..5" \
+    "round 4:" "elements 1..4" "round 5:" "elements 1..3" "round 6:" "elements 1..2" "round 7:" "elements 1" \
+    "round 8:" "lost: nothing" "can finish without it"
+
+# ---- recursive doubling, p = 8: rank 0's partners are 1, 2, 4 in rounds 0, 1, 2 ----
+# k = 1: rank 1 carries x0+x1 on (to 3, then 5), so 1, 3, 5, 7 complete; 2 waits for 0 in round
+# 1, 4 in round 2, and 6 for 2 in round 2: they must receive. k = 2: 2 got its exchange with 0,
+# so 2 and 6 complete; only 4 (round 2 with 0) must receive. k = 3: everyone is complete.
+"$nbcc" failures recursive_doubling --p 8 --rank 0 > "$tmp/rd8"
+in_order "recursive doubling p=8: lost and complete sets of rank 0's stops (hand-worked)" "$tmp/rd8" \
+    "round 0:" "elements 0..7" \
+    "round 1:" "lost: nothing" "rank 1: final 0..7" "rank 2: must receive 0..7" "rank 3: final 0..7" \
+    "rank 4: must receive 0..7" "rank 5: final 0..7" "rank 6: must receive 0..7" "rank 7: final 0..7" \
+    "round 2:" "rank 1: final" "rank 2: final" "rank 3: final" "rank 4: must receive 0..7" "rank 5: final" \
+    "rank 6: final" "rank 7: final" "8 elements received, 1 message" \
+    "round 3:" "0 elements received, 0 message"
+
 # ---- binomial (reduce to 0, then broadcast), p = 4, every case ----
 # Rank 0 receives from 1 (round 0) and 2 (round 1), then sends to 2 and 1 (round 2); rank 2
 # receives from 3, sends to 0, receives from 0, sends to 3; ranks 1 and 3 send, then receive.
