@@ -65,14 +65,13 @@ static void print_round(FILE *out, const char *what, int64_t k, uint32_t rounds)
     else fprintf(out, "%s: round %" PRId64 "\n", what, k);
 }
 
-static void summary_text(FILE *out, const fail_model *m, const fail_summary *s)
+static void summary_text(FILE *out, const fail_summary *s)
 {
     print_round(out, "every element's final value on >= 2 ranks from", s->redundant_from, s->rounds);
     fprintf(out, "the survivors can finish after %u of %u stops (%.1f%%); a contribution is lost after %u\n", s->finishable, s->cases,
             s->cases ? 100.0 * s->finishable / s->cases : 0.0, s->lost_cases);
     print_round(out, "a single failure at any later round is survivable from", s->safe_from, s->rounds);
     fprintf(out, "lower bound to finish, mean over the finishable stops: %.1f elements received\n", s->mean_need);
-    (void)m;
 }
 
 /* One character per case: X lost, + finishable with more to receive, = every survivor done. */
@@ -112,9 +111,8 @@ static int load_model(fail_model *m, const sched_lib *lib, const sched_def *s, c
     diag d;
     diag_init(&d);
     int rc = fail_model_init(m, lib, s, a, &d);
-    if (rc == COMPILE_UNMET && quiet_unmet) rc = COMPILE_UNMET;
-    else if (rc == COMPILE_UNMET) nbcc_error("'%s' does not apply for p = %lld, count = %lld", s->name, (long long)a->p, (long long)a->count);
-    else if (rc != COMPILE_OK) fprintf(stderr, "%s", d.text ? d.text : "");
+    if (rc == COMPILE_UNMET && !quiet_unmet) nbcc_error("'%s' does not apply for p = %lld, count = %lld", s->name, (long long)a->p, (long long)a->count);
+    else if (rc != COMPILE_OK && rc != COMPILE_UNMET) fprintf(stderr, "%s", d.text ? d.text : "");
     diag_free(&d);
     return rc;
 }
@@ -154,7 +152,7 @@ static int one(const sched_lib *lib, const sched_def *s, const compile_args *a, 
             fprintf(out, "%s (%s): p = %lld, count = %lld%s, %u rounds\n", s->name, s->src->name, (long long)a->p, (long long)a->count,
                     a->inplace ? ", in place" : "", m.maxrounds);
             map_text(out, &m, &l);
-            summary_text(out, &m, &sum);
+            summary_text(out, &sum);
         }
         free(l.v);
     }
