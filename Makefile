@@ -48,7 +48,7 @@ LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) \
            $(patsubst $(BUILD)/gen/%.c,$(BUILD)/obj/gen/%.o,$(GEN_SRC))
 
 TESTS    := unit_dsl unit_select unit_reduce unit_cache mpi_allreduce mpi_badargs mpi_runtime mpi_collectives \
-            mpi_total_reduce mpi_lifecycle mpi_threads
+            mpi_total_reduce mpi_lifecycle mpi_threads mpi_failures
 EXAMPLES := overlap
 
 STATIC := $(BUILD)/lib/libnbc.a
@@ -131,9 +131,10 @@ $(SHARED): $(LIB_OBJ) $(EXPORTS)
 	$(CC) -shared -Wl,-soname,libnbc.so.0 -Wl,--version-script=$(BUILD)/lib/libnbc.map -o $@ $(LIB_OBJ) $(LDLIBS)
 	ln -sf libnbc.so $(BUILD)/lib/libnbc.so.0
 
-$(NBCC): tools/nbcc.c tools/nbcc_select.c $(INTERNAL)
+NBCC_SRC := tools/nbcc.c tools/nbcc_select.c tools/nbcc_failures.c
+$(NBCC): $(NBCC_SRC) $(INTERNAL)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLFLAGS) -MMD -MP tools/nbcc.c tools/nbcc_select.c $(INTERNAL) $(LDLIBS) -o $@
+	$(CC) $(ALLFLAGS) -MMD -MP $(NBCC_SRC) $(INTERNAL) $(LDLIBS) -o $@
 
 $(BINDIR)/%: examples/%.c $(STATIC)
 	@mkdir -p $(dir $@)

@@ -67,20 +67,23 @@ int interp_step(interp_state *st, int may_issue)
             st->posted = 1;
             moved = 1;
             if (rc != MPI_SUCCESS) {
+                st->err_round = st->round, st->err_req = -1;
                 abandon(st, rc);
                 break;
             }
         }
         if (st->nreqs > 0) {
             int done = 0;
-            int rc = MPI_Testall(st->nreqs, st->reqs, &done, st->statuses);
+            int rc = MPI_Testall(st->nreqs, st->reqs, &done, st->statuses), failed = -1;
             if (rc == MPI_ERR_IN_STATUS) /* the message's own error says more */
                 for (int i = 0; i < st->nreqs; i++)
                     if (st->statuses[i].MPI_ERROR != MPI_SUCCESS && st->statuses[i].MPI_ERROR != MPI_ERR_PENDING) {
                         rc = st->statuses[i].MPI_ERROR;
+                        failed = i;
                         break;
                     }
             if (rc != MPI_SUCCESS) {
+                st->err_round = st->round, st->err_req = failed;
                 abandon(st, rc);
                 break;
             }
@@ -91,4 +94,14 @@ int interp_step(interp_state *st, int may_issue)
         moved = 1;
     }
     return INTERP_DONE;
+}
+
+int interp_comm_pc(const nbc_program *p, uint32_t round, int i)
+{
+    if (round >= p->nrounds) return -1;
+    for (uint32_t pc = prog_rounds(p)[round]; pc < prog_rounds(p)[round + 1]; pc++) {
+        int op = prog_insns(p)[pc].op;
+        if ((op == OP_SEND || op == OP_RECV) && i-- == 0) return (int)pc;
+    }
+    return -1;
 }

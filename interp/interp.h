@@ -22,6 +22,8 @@ typedef struct {
     uint32_t round;
     int posted;               /* the current round's instructions have been issued */
     int err;                  /* MPI error code; MPI_SUCCESS while fine */
+    uint32_t err_round;       /* on failure: the round, and which of its messages failed */
+    int err_req;              /* (an index into reqs; -1: not one message) */
 } interp_state;
 
 enum { INTERP_WAITING, INTERP_MOVED, INTERP_DONE };
@@ -31,5 +33,8 @@ enum { INTERP_WAITING, INTERP_MOVED, INTERP_DONE };
  * could be done. Without may_issue it only completes the round in flight and issues no new
  * one (a request of higher priority is moving). */
 int interp_step(interp_state *st, int may_issue);
+
+/* The pc of the i-th SEND or RECV of a round (the instruction behind reqs[i]), or -1. */
+int interp_comm_pc(const nbc_program *p, uint32_t round, int i);
 
 #endif

@@ -81,6 +81,8 @@ struct nbc_req {
     long started_ns;        /* when this start was first seen active (stall reports) */
     uint64_t seen_starts;   /* the start that started_ns belongs to */
     int reported;           /* this start's stall was reported */
+    uint64_t timeout_mark;  /* NBC_TIMEOUT: its position when last seen, and since when */
+    long timeout_since_ns;
     char name[48];          /* nbc_name, or "" */
     call_signature sig;
     struct nbc_check *check; /* NBC_CHECK: the agreement before the program, or NULL */
@@ -131,6 +133,14 @@ int stall_query_tag(const comm_state *cs); /* the top two tags of cs->any are th
         thread_leave();                                   \
         return rc_;                                       \
     } while (0)
+
+/* ---- failures (failure.c, timeout.c) ---- */
+void failure_describe(struct nbc_req *r); /* a failed MPI call in words: peer, round, schedule */
+void timeout_poll(struct nbc_req *active); /* NBC_TIMEOUT: from passes that moved nothing */
+/* "allreduce (schedule '...', request '...') on rank R, round K of N"; "RECV of B bytes from
+ * rank P (pc N)". snprintf's return. */
+int failure_where(const struct nbc_req *r, uint32_t round, char *out, size_t size);
+int failure_insn(const nbc_program *p, int pc, char *out, size_t size);
 
 /* ---- time ---- */
 long now_ns(void);

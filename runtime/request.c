@@ -123,6 +123,7 @@ struct nbc_req *req_get(size_t scratch, int nreqs)
     r->priority = r->next_priority = 0;
     r->starts = r->seen_starts = 0;
     r->reported = 0;
+    r->timeout_mark = 0, r->timeout_since_ns = 0;
     r->name[0] = r->error[0] = '\0';
     r->check = NULL;
     live_add(r);
@@ -168,6 +169,7 @@ void req_fail(struct nbc_req *r, int err, const char *fmt, ...)
  * ranks agreed that they run the same collective. */
 static int step(struct nbc_req *r, int may_issue)
 {
+    if (r->st.err != MPI_SUCCESS && r->st.comm == MPI_COMM_NULL) return INTERP_DONE; /* timed out in setup */
     if (r->st.comm == MPI_COMM_NULL) {
         if (!comm_ready(r->cs, r->any_order)) return INTERP_WAITING;
         r->st.comm = r->any_order ? r->cs->any : r->cs->dup;
@@ -177,7 +179,9 @@ static int step(struct nbc_req *r, int may_issue)
         check_free(r);
         if (r->st.err != MPI_SUCCESS) return INTERP_DONE;
     }
-    return interp_step(&r->st, may_issue);
+    int s = interp_step(&r->st, may_issue);
+    if (s == INTERP_DONE && r->st.err != MPI_SUCCESS) failure_describe(r);
+    return s;
 }
 
 long now_ns(void)
@@ -234,6 +238,7 @@ int req_progress_all(int *moved)
             moving_priority = r->priority;
         }
     }
+    if (!*moved) timeout_poll(active);
     return completed;
 }
 

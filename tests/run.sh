@@ -125,6 +125,7 @@ fi
 
 # nbcc verify/simulate/draw, and the seeded faults they must catch
 [ -f tests/verify.sh ] && suite "verify" sh tests/verify.sh "$BINDIR"
+[ -z "$TAG" ] && suite "failures" sh tests/failures.sh "$BINDIR" "$BUILD"
 
 ASAN_OPTIONS=detect_leaks=0 suite "mpi_badargs" $MPIEXEC -n 2 "$BUILD/tests/mpi_badargs"
 for p in $4; do

@@ -17,6 +17,7 @@
 #include "../compiler/disasm.h"
 #include "../compiler/draw.h"
 #include "../compiler/library.h"
+#include "nbcc_failures.h"
 #include "nbcc_select.h"
 #include "../compiler/simulate.h"
 #include "../compiler/verify.h"
@@ -105,6 +106,8 @@ static const char *const usage_main =
     "  simulate SCHEDULE predict the time under an alpha-beta-gamma or LogGP cost model;\n"
     "                    --compare ranks every eligible schedule over a grid of p and sizes\n"
     "  draw SCHEDULE     write a space-time diagram (SVG, dot) or the bytes moved per step\n"
+    "  failures SCHEDULE what each rank's failure at each round costs an allreduce: what is\n"
+    "                    lost, what survives, whether the others can finish\n"
     "\n"
     "A SCHEDULE is a file or a name: the full one, or without its collective's prefix as\n"
     "NBC_ALLREDUCE and rule files take it (ring: allreduce_ring; an allreduce's first, else\n"
@@ -216,7 +219,7 @@ int wants_help(int argc, char **argv)
     return 0;
 }
 
-static sched_lib *load_builtins(void)
+sched_lib *load_builtins(void)
 {
     sched_lib *lib = lib_create();
     diag d;
@@ -396,7 +399,7 @@ static const sched_def *find_by_name(const sched_lib *lib, const char *name, int
 /* The schedules NAME|FILE stands for: a known name, or the schedules of a file that implement
  * a collective; --schedule NAME picks one by name. Returns how many were found (at most max),
  * or -1 when the file does not load or the name is ambiguous (after a message). */
-static int find_schedules(sched_lib *lib, const char *what, const char *sname, const sched_def **out, int max)
+int find_schedules(sched_lib *lib, const char *what, const char *sname, const sched_def **out, int max)
 {
     struct stat st;
     int n = 0;
@@ -414,7 +417,7 @@ static int find_schedules(sched_lib *lib, const char *what, const char *sname, c
     return n;
 }
 
-static void complain_missing(const char *what, const char *sname)
+void complain_missing(const char *what, const char *sname)
 {
     nbcc_error("no schedule '%s'%s (nbcc list shows them)", sname ? sname : what, sname ? " in that file" : "");
 }
@@ -1057,6 +1060,7 @@ static const struct {
     {"check", cmd_check},           {"dump", cmd_dump},   {"list", cmd_list},
     {"explain", nbcc_explain},      {"calibrate", nbcc_calibrate}, {"tune", nbcc_tune},
     {"verify", cmd_verify},         {"simulate", cmd_simulate},    {"draw", cmd_draw},
+    {"failures", nbcc_failures},
 };
 
 int main(int argc, char **argv)
