@@ -10,6 +10,7 @@
 #include <xxhash.h>
 
 #include "internal.h"
+#include "../compiler/progverify.h"
 #include "nbc.h"
 #include "selection.h"
 
@@ -166,6 +167,21 @@ static int parse_forcing(nbc_collective coll, const char *spec, forcing *f)
     return MPI_SUCCESS;
 }
 
+/* No program is cached or run before the verifier has passed it: a compiler bug must not
+ * become a write outside the user's buffers. Frees a program it rejects. */
+static int verified(nbc_program *prog, nbc_collective coll, const compile_args *a)
+{
+    prog_fault f;
+    int rc = prog_verify(prog, coll, a, &f);
+    if (rc == 0) return MPI_SUCCESS;
+    char name[sizeof prog->name];
+    snprintf(name, sizeof name, "%s", prog->name);
+    free(prog);
+    if (rc < 0) return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
+    return nbc_fail(MPI_ERR_INTERN, "the program compiled from '%s' fails verification at instruction %u: %s", name,
+                    f.pc, f.msg);
+}
+
 int select_program(nbc_collective coll, const compile_args *call, const char *spec, cache_entry **out)
 {
     forcing own;
@@ -200,6 +216,7 @@ int select_program(nbc_collective coll, const compile_args *call, const char *sp
     if (rc == COMPILE_NOMEM) return report(MPI_ERR_NO_MEM, &d, "");
     if (rc != COMPILE_OK) return report(MPI_ERR_OTHER, &d, "the schedule failed to compile:\n");
     diag_free(&d);
+    if ((rc = verified(prog, coll, a)) != MPI_SUCCESS) return rc;
     *out = cache_insert(programs, &key, prog);
     return *out ? MPI_SUCCESS : nbc_fail(MPI_ERR_NO_MEM, "out of memory");
 }

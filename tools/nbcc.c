@@ -15,6 +15,7 @@
 #include "../compiler/disasm.h"
 #include "../compiler/draw.h"
 #include "../compiler/library.h"
+#include "../compiler/progverify.h"
 #include "nbcc_select.h"
 #include "../compiler/simulate.h"
 #include "../compiler/verify.h"
@@ -209,6 +210,19 @@ static const sched_def *next_from(const sched_lib *lib, const char *path, size_t
     return NULL;
 }
 
+/* Runs the verifier on a compiled program, as the library does before it caches one; prints
+ * why it fails. Returns 0 when it passes. */
+static int verify_program(const sched_def *s, const nbc_program *prog, const compile_args *a)
+{
+    prog_fault f;
+    nbc_collective c = s->collective ? (nbc_collective)collective_from_name(s->collective) : COLL_ALLREDUCE;
+    int rc = prog_verify(prog, c, a, &f);
+    if (rc < 0) fprintf(stderr, "nbcc: out of memory\n");
+    if (rc > 0) fprintf(stderr, "%s: error: the program of '%s' fails verification at instruction %u: %s\n", s->src->name,
+                        s->name, f.pc, f.msg);
+    return rc;
+}
+
 /* Compiles s for many parameters; prints the first error. */
 static int check_schedule(const sched_lib *lib, const sched_def *s)
 {
@@ -224,6 +238,7 @@ static int check_schedule(const sched_lib *lib, const sched_def *s)
                                       .inplace = flags & 1, .commutative = !(flags & 2)};
                     nbc_program *prog = NULL;
                     int rc = compile_program(lib, s, &a, &prog, &d);
+                    if (rc == COMPILE_OK && verify_program(s, prog, &a)) rc = COMPILE_ERROR;
                     free(prog);
                     if (rc == COMPILE_UNMET) {
                         diag_clear(&d);
@@ -379,6 +394,11 @@ static int cmd_dump(int argc, char **argv)
         nbc_program *prog;
         if (compile_program(lib, s, &a, &prog, &d) != COMPILE_OK) {
             fprintf(stderr, "%s", d.text ? d.text : "");
+            rc = 1;
+            break;
+        }
+        if (verify_program(s, prog, &a)) {
+            free(prog);
             rc = 1;
             break;
         }
