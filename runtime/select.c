@@ -241,21 +241,25 @@ static int select_mode_set(const char *text)
     return MPI_SUCCESS;
 }
 
-/* A file of one line "alpha=..,beta=..,gamma=.." (comments with #). */
+/* A file of one line "alpha=..,beta=..,gamma=.." (comments with #), read as every file is. */
 static int load_model_file(const char *path)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) return nbc_fail(MPI_ERR_ARG, "NBC_MODEL_FILE %s: cannot open it", path);
-    char line[512], err[256];
+    diag d;
+    diag_init(&d);
+    size_t len;
+    char *text = lib_read_file(path, &len, &d);
+    if (!text) return report(MPI_ERR_ARG, &d, "NBC_MODEL_FILE: ");
+    diag_free(&d);
+    char err[256];
     int rc = MPI_ERR_ARG;
     snprintf(err, sizeof err, "no model line");
-    while (fgets(line, sizeof line, f)) {
-        line[strcspn(line, "#\r\n")] = '\0';
-        if (!line[0]) continue;
+    for (char *save, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        line[strcspn(line, "#\r")] = '\0';
+        if (!line[strspn(line, " \t")]) continue;
         rc = sim_model_parse(line, &model, err, sizeof err) == 0 ? MPI_SUCCESS : MPI_ERR_ARG;
         break;
     }
-    fclose(f);
+    free(text);
     return rc == MPI_SUCCESS ? MPI_SUCCESS : nbc_fail(rc, "NBC_MODEL_FILE %s: %s", path, err);
 }
 
