@@ -4,6 +4,7 @@
  *
  * A call under automatic selection is cached under a key naming "auto" rather than the chosen
  * schedule, so that a cache hit does not even run the selection. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,13 +44,22 @@ static int load_tuning(const char *path);
 sched_lib *select_library(void) { return lib; }
 cache *select_cache(void) { return programs; }
 
-static size_t env_size(const char *name, size_t dflt)
+static uint64_t max_insns; /* NBC_MAX_INSNS, or 0: the compiler's default */
+
+/* A whole number 0 .. max from the environment, or dflt when unset; anything else fails
+ * nbc_init, as a bad NBC_SELECT or NBC_TUNING does (strtoull alone would take -1 as 2^64-1). */
+static int env_number(const char *name, uint64_t dflt, uint64_t max, uint64_t *out)
 {
     const char *v = getenv(name);
-    if (!v || !*v) return dflt;
+    *out = dflt;
+    if (!v || !*v) return MPI_SUCCESS;
     char *end;
+    errno = 0;
     unsigned long long x = strtoull(v, &end, 10);
-    return *end ? dflt : (size_t)x;
+    if (strspn(v, "0123456789") != strlen(v) || errno == ERANGE || x > max)
+        return nbc_fail(MPI_ERR_ARG, "%s: '%.40s' is not a whole number in 0 .. %llu", name, v, (unsigned long long)max);
+    *out = x;
+    return MPI_SUCCESS;
 }
 
 static int report(int code, diag *d, const char *what)
@@ -64,8 +74,13 @@ int select_init(void)
     diag d;
     int rc;
     diag_init(&d);
+    uint64_t entries, bytes;
+    if ((rc = env_number("NBC_CACHE_ENTRIES", 1024, SIZE_MAX, &entries)) ||
+        (rc = env_number("NBC_CACHE_BYTES", 64u << 20, SIZE_MAX, &bytes)) ||
+        (rc = env_number("NBC_MAX_INSNS", 0, UINT32_MAX - 1, &max_insns)))
+        return rc;
     lib = lib_create();
-    programs = cache_create(env_size("NBC_CACHE_ENTRIES", 1024), env_size("NBC_CACHE_BYTES", 64u << 20));
+    programs = cache_create((size_t)entries, (size_t)bytes);
     rules = rules_create();
     if (!lib || !programs || !rules) return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
     sim_model_default(&model);
@@ -149,8 +164,9 @@ int select_force(nbc_collective coll, const char *spec)
 
 static int set_schedule(const char *collective, const char *name)
 {
-    int c = collective ? collective_from_name(collective) : -1;
-    if (c < 0) return nbc_fail(MPI_ERR_ARG, "unknown collective '%s'", collective ? collective : "(null)");
+    if (!collective) return nbc_fail(MPI_ERR_ARG, "nbc_set_schedule: no collective named (collective is NULL)");
+    int c = collective_from_name(collective);
+    if (c < 0) return nbc_fail(MPI_ERR_ARG, "nbc_set_schedule: unknown collective '%s'", collective);
     return select_force((nbc_collective)c, name);
 }
 
@@ -192,6 +208,7 @@ int select_program(nbc_collective coll, const compile_args *call, const char *sp
     const forcing *f = spec ? &own : &forced[coll];
     const sched_def *s = f->ch.s;
     compile_args with_params = *call;
+    with_params.max_insns = max_insns;
     const compile_args *a = &with_params;
     select_apply_choice(&f->ch, &with_params);
     if (auto_generation != generation) {
