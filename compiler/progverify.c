@@ -29,6 +29,7 @@ static __attribute__((format(printf, 3, 4))) int bad(prog_fault *f, uint32_t pc,
 {
     f->pc = pc;
     f->other = UINT32_MAX;
+    f->race = 0;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(f->msg, sizeof f->msg, fmt, ap);

@@ -184,7 +184,9 @@ static int parse_forcing(nbc_collective coll, const char *spec, forcing *f)
 }
 
 /* No program is cached or run before the verifier has passed it: a compiler bug must not
- * become a write outside the user's buffers. Frees a program it rejects. */
+ * become a write outside the user's buffers. A race within a round is the schedule's mistake
+ * (MPI_ERR_ARG); anything else would be the compiler's (MPI_ERR_INTERN). Frees a program it
+ * rejects. */
 static int verified(nbc_program *prog, nbc_collective coll, const compile_args *a)
 {
     prog_fault f;
@@ -194,8 +196,8 @@ static int verified(nbc_program *prog, nbc_collective coll, const compile_args *
     snprintf(name, sizeof name, "%s", prog->name);
     free(prog);
     if (rc < 0) return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
-    return nbc_fail(MPI_ERR_INTERN, "the program compiled from '%s' fails verification at instruction %u: %s", name,
-                    f.pc, f.msg);
+    return nbc_fail(f.race ? MPI_ERR_ARG : MPI_ERR_INTERN, "the program compiled from '%s' fails verification at instruction %u: %s",
+                    name, f.pc, f.msg);
 }
 
 int select_program(nbc_collective coll, const compile_args *call, const char *spec, cache_entry **out)
