@@ -139,6 +139,40 @@ $(BUILD)/bench/%: bench/%.c $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLFLAGS) $< $(STATIC) $(LDLIBS) -o $@
 
+# Fuzzing with clang's libFuzzer (ASan and UBSan): `make fuzz` builds the drivers of
+# tests/fuzz/ (a schedule file through parser, compiler and verifier; a rule file through the
+# rule loader and matcher); `make fuzz-test` runs each for FUZZ_TIME seconds from the seed
+# corpus (the shipped schedules and rules) and prints ok/FAIL lines.
+FUZZ          := $(BUILD)/fuzz
+FUZZ_TIME     ?= 20
+FUZZ_PACKAGES := clang libclang-rt-14-dev
+FUZZ_FLAGS     = -std=gnu11 $(WARN) -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all $(CPPFLAGS)
+FUZZ_OBJ      := $(patsubst %.c,$(FUZZ)/obj/%.o,$(sort $(wildcard dsl/*.c compiler/*.c)) runtime/selection.c) \
+                 $(patsubst $(BUILD)/gen/%.c,$(FUZZ)/obj/gen/%.o,$(GEN_SRC))
+FUZZERS       := $(FUZZ)/fuzz_schedule $(FUZZ)/fuzz_rules
+.PHONY: fuzz fuzz-test
+fuzz: $(FUZZERS)
+fuzz-test: $(FUZZERS)
+	@sh tests/fuzz/run.sh $(FUZZ) $(FUZZ_TIME)
+
+$(BUILD)/.fuzz-deps: tools/install-deps.sh
+	@mkdir -p $(BUILD)
+	@sh tools/install-deps.sh $(FUZZ_PACKAGES)
+	@touch $@
+
+$(FUZZ_OBJ): $(BUILD)/gen/parser.h $(BUILD)/gen/lexer.h | $(BUILD)/.fuzz-deps
+
+$(FUZZ)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(FUZZ)/obj/gen/%.o: $(BUILD)/gen/%.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_FLAGS) -Wno-unused-function -Wno-sign-compare -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(FUZZ)/%: tests/fuzz/%.c $(FUZZ_OBJ)
+	clang $(FUZZ_FLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJ) $(LDLIBS) -o $@
+
 # Tables in docs/ that are read off the compiled programs.
 docs: $(NBCC)
 	sh tools/algorithms-table.sh $(NBCC) > docs/algorithms.md
@@ -158,4 +192,4 @@ install: all
 clean:
 	rm -rf build bin
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(FUZZ)/obj -name '*.d' 2>/dev/null)
