@@ -39,7 +39,7 @@ static sim_model model;
 static int select_mode_set(const char *text);
 static int parse_forcing(nbc_collective coll, const char *spec, forcing *f);
 static int load_model_file(const char *path);
-static int load_tuning(const char *path);
+static int load_tuning(const char *path, const char *what);
 
 sched_lib *select_library(void) { return lib; }
 cache *select_cache(void) { return programs; }
@@ -100,7 +100,7 @@ int select_init(void)
         return report(MPI_ERR_INTERN, &d, "the built-in rules do not parse:\n");
     diag_free(&d);
     const char *v;
-    if ((v = getenv("NBC_TUNING")) && *v && (rc = load_tuning(v)) != MPI_SUCCESS) return rc;
+    if ((v = getenv("NBC_TUNING")) && *v && (rc = load_tuning(v, "NBC_TUNING: ")) != MPI_SUCCESS) return rc;
     if ((v = getenv("NBC_MODEL_FILE")) && *v && (rc = load_model_file(v)) != MPI_SUCCESS) return rc;
     if ((v = getenv("NBC_SELECT")) && *v && (rc = select_mode_set(v)) != MPI_SUCCESS) return rc;
     for (int c = 0; c < COLL_COUNT_; c++) {
@@ -287,14 +287,15 @@ static int set_selection(const char *text)
     return text ? select_mode_set(text) : nbc_fail(MPI_ERR_ARG, "nbc_set_selection: NULL mode");
 }
 
-static int load_tuning(const char *path)
+/* what: how messages start ("NBC_TUNING: " when the environment named the file) */
+static int load_tuning(const char *path, const char *what)
 {
     int rc;
     if (!path) return nbc_fail(MPI_ERR_ARG, "nbc_load_tuning: path is NULL");
     diag d;
     diag_init(&d);
     rc = rules_load_file(rules, lib, path, &d);
-    if (rc != 0) return report(MPI_ERR_ARG, &d, "");
+    if (rc != 0) return report(MPI_ERR_ARG, &d, what);
     diag_free(&d);
     generation++;
     cache_clear(programs);
@@ -315,5 +316,5 @@ static int get_cache_stats(nbc_cache_stats *stats)
 int nbc_load_schedules(const char *path) { NBC_PUBLIC(load_schedules(path)); }
 int nbc_set_schedule(const char *collective, const char *name) { NBC_PUBLIC(set_schedule(collective, name)); }
 int nbc_set_selection(const char *text) { NBC_PUBLIC(set_selection(text)); }
-int nbc_load_tuning(const char *path) { NBC_PUBLIC(load_tuning(path)); }
+int nbc_load_tuning(const char *path) { NBC_PUBLIC(load_tuning(path, "")); }
 int nbc_get_cache_stats(nbc_cache_stats *stats) { NBC_PUBLIC(get_cache_stats(stats)); }
