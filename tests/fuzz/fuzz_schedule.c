@@ -31,16 +31,37 @@ static void compile_one(const sched_lib *lib, const sched_def *s, compile_args a
     diag_free(&d);
 }
 
+extern const struct builtin_schedule {
+    const char *name, *text;
+    size_t len;
+} nbc_builtin_schedules[];
+extern const size_t nbc_builtin_count;
+
+/* Adds the built-in files that define a name the input mentions, so that its calls find
+ * their building blocks: parsing all of them would be most of the time of a run. */
+static int add_mentioned(sched_lib *lib, const uint8_t *data, size_t size, diag *d)
+{
+    static sched_lib *all; /* every built-in file, parsed once, to know what each defines */
+    if (!all && (!(all = lib_create()) || lib_add_builtins(all, d) != 0)) abort();
+    for (size_t f = 0; f < nbc_builtin_count; f++) {
+        int mentioned = 0;
+        for (size_t i = 0; i < lib_count(all) && !mentioned; i++) {
+            const sched_def *s = lib_at(all, i);
+            mentioned = !strcmp(s->src->name, nbc_builtin_schedules[f].name) && memmem(data, size, s->name, strlen(s->name));
+        }
+        if (mentioned && lib_add_source(lib, nbc_builtin_schedules[f].name, nbc_builtin_schedules[f].text,
+                                        nbc_builtin_schedules[f].len, d) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     sched_lib *lib = lib_create();
     diag d;
     diag_init(&d);
-    /* the built-in building blocks only for inputs that may call them: parsing them is most
-     * of the time of a run */
-    int calls_blocks = memmem(data, size, "call", 4) != NULL;
-    if (lib && (!calls_blocks || lib_add_builtins(lib, &d) == 0) &&
-        lib_add_source(lib, "fuzz.nbs", (const char *)data, size, &d) == 0) {
+    if (lib && add_mentioned(lib, data, size, &d) == 0 && lib_add_source(lib, "fuzz.nbs", (const char *)data, size, &d) == 0) {
         static const int64_t calls[][3] = {{1, 0, 1}, {2, 1, 3}, {3, 2, 0}, {5, 3, 100}};
         for (size_t i = 0; i < lib_count(lib); i++) {
             const sched_def *s = lib_at(lib, i);
