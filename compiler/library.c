@@ -113,24 +113,20 @@ char *lib_read_file(const char *path, size_t *len, diag *d)
     *len = 0;
     const char *why = NULL;
     for (;;) {
-        if (*len > limit) {
-            why = "is larger than the limit";
-            break;
-        }
         if (grow((void **)&buf, &cap, *len + 65537, 1)) {
             why = "out of memory";
             break;
         }
-        size_t room = cap - *len - 1;
-        if (room > limit + 1 - *len) room = limit + 1 - *len; /* one byte past the limit tells */
-        ssize_t got = read(fd, buf + *len, room);
+        size_t room = cap - *len - 1, left = limit + 1 - *len; /* one byte past the limit tells */
+        ssize_t got = read(fd, buf + *len, room < left ? room : left);
         if (got < 0 && errno == EINTR) continue;
-        if (got < 0) {
-            why = strerror(errno);
+        if (got < 0) why = strerror(errno);
+        if (got <= 0) break;
+        *len += (size_t)got;
+        if (*len > limit) {
+            why = "too large";
             break;
         }
-        if (got == 0) break;
-        *len += (size_t)got;
     }
     close(fd);
     if (why) {
