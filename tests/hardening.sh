@@ -104,4 +104,6 @@ check "a million nested parentheses: nesting too deep, not out of memory" $? "ex
 schedule "$tmp/huge.nbs" "    for i in 0 .. 20000000 { round { send recvbuf[0] to rank; } }"
 expect_error "a program past 16M instructions fails, naming the limit" "more than 16777216 instructions" \
     "$nbcc" dump "$tmp/huge.nbs" --p 1 --count 1
+expect_error "NBC_MAX_INSNS lowers the bound for nbcc too" "more than 10 instructions" \
+    env NBC_MAX_INSNS=10 "$nbcc" dump allreduce_ring --p 4 --rank 0
 exit $failed

@@ -210,6 +210,22 @@ static const sched_def *next_from(const sched_lib *lib, const char *path, size_t
     return NULL;
 }
 
+/* NBC_MAX_INSNS, as the library reads it (0: the compiler's default). */
+static uint64_t max_insns;
+
+static void read_max_insns(void)
+{
+    const char *v = getenv("NBC_MAX_INSNS");
+    if (!v || !*v) return;
+    char *end;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (strspn(v, "0123456789") != strlen(v) || x > UINT32_MAX - 1) {
+        fprintf(stderr, "nbcc: NBC_MAX_INSNS: '%s' is not a whole number in 0 .. %u\n", v, UINT32_MAX - 1);
+        exit(2);
+    }
+    max_insns = x;
+}
+
 /* Runs the verifier on a compiled program, as the library does before it caches one; prints
  * why it fails. Returns 0 when it passes. */
 static int verify_program(const sched_def *s, const nbc_program *prog, const compile_args *a)
@@ -234,7 +250,7 @@ static int check_schedule(const sched_lib *lib, const sched_def *s)
         for (size_t c = 0; c < sizeof counts / sizeof *counts && !bad; c++)
             for (int flags = 0; flags < 4 && !bad; flags++)
                 for (int64_t r = 0; r < p && !bad; r++) {
-                    compile_args a = {.p = p, .rank = r, .count = counts[c], .esize = 8,
+                    compile_args a = {.p = p, .rank = r, .count = counts[c], .esize = 8, .max_insns = max_insns,
                                       .inplace = flags & 1, .commutative = !(flags & 2)};
                     nbc_program *prog = NULL;
                     int rc = compile_program(lib, s, &a, &prog, &d);
@@ -390,6 +406,7 @@ static int cmd_dump(int argc, char **argv)
     diag_init(&d);
     for (long long r = rank < 0 ? 0 : rank; r < (rank < 0 ? p : rank + 1) && !rc; r++) {
         compile_args a = {.p = p, .rank = r, .count = count, .esize = esize, .inplace = inplace, .commutative = commutative,
+                          .max_insns = max_insns,
                           .root = root < 0 ? 0 : root};
         nbc_program *prog;
         if (compile_program(lib, s, &a, &prog, &d) != COMPILE_OK) {
@@ -637,7 +654,8 @@ static int cmd_verify(int argc, char **argv)
         {"param", required_argument, 0, 'P'},     {"nbufs", required_argument, 0, 'B'},
         {0, 0, 0, 0},
     };
-    verify_opts o = {.p_text = "1..16", .counts_text = "1,p+1,1001", .nbufs_text = "1,3", .seed = 1, .base = {.esize = 4}};
+    verify_opts o = {.p_text = "1..16", .counts_text = "1,p+1,1001", .nbufs_text = "1,3", .seed = 1,
+                     .base = {.esize = 4, .max_insns = max_insns}};
     int esize = 4;
     const char *tname = "int", *sname = NULL;
     optind = 1;
@@ -746,7 +764,7 @@ static int cmd_simulate(int argc, char **argv)
         {"param", required_argument, 0, 'P'},      {"nbufs", required_argument, 0, 'B'},
         {0, 0, 0, 0},
     };
-    compile_args base = {0};
+    compile_args base = {.max_insns = max_insns};
     const char *p_text = NULL, *bytes_text = NULL, *tname = "int", *sname = NULL, *collective = NULL;
     long long count = -1, root = 0, rounds = 64;
     int esize = 4, inplace = 0, commutative = 1, compare = 0;
@@ -861,7 +879,7 @@ static int cmd_draw(int argc, char **argv)
         {"param", required_argument, 0, 'P'},      {"nbufs", required_argument, 0, 'B'},
         {0, 0, 0, 0},
     };
-    compile_args base = {0};
+    compile_args base = {.max_insns = max_insns};
     long long p = 0, count = -1, root = 0;
     int esize = 4, inplace = 0, commutative = 1;
     const char *tname = "int", *sname = NULL, *path = NULL, *format = NULL;
@@ -945,6 +963,7 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *cmd = argv[1];
+    read_max_insns();
     if (!strcmp(cmd, "check")) return cmd_check(argc - 1, argv + 1);
     if (!strcmp(cmd, "dump")) return cmd_dump(argc - 1, argv + 1);
     if (!strcmp(cmd, "list")) return cmd_list(argc - 1, argv + 1);
