@@ -193,7 +193,7 @@ static int verified(nbc_program *prog, nbc_collective coll, const compile_args *
     int rc = prog_verify(prog, coll, a, &f);
     if (rc == 0) return MPI_SUCCESS;
     char name[sizeof prog->name];
-    snprintf(name, sizeof name, "%s", prog->name);
+    snprintf(name, sizeof name, "%.*s", (int)sizeof name - 1, prog->name); /* its NUL may be what is wrong */
     free(prog);
     if (rc < 0) return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
     return nbc_fail(f.race ? MPI_ERR_ARG : MPI_ERR_INTERN, "the program compiled from '%s' fails verification at instruction %u: %s",
