@@ -48,7 +48,7 @@ LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) \
            $(patsubst $(BUILD)/gen/%.c,$(BUILD)/obj/gen/%.o,$(GEN_SRC))
 
 TESTS    := unit_dsl unit_select unit_reduce unit_cache mpi_allreduce mpi_badargs mpi_runtime mpi_collectives \
-            mpi_total_reduce mpi_lifecycle mpi_threads mpi_failures
+            mpi_total_reduce mpi_lifecycle mpi_threads mpi_failures unit_hardening mpi_hardening
 EXAMPLES := overlap
 
 STATIC := $(BUILD)/lib/libnbc.a
@@ -170,7 +170,8 @@ test: all $(call DEPS,test-deps)
 	@$(MAKE) --no-print-directory BUILD=$(TSAN) BINDIR=$(TSAN)/bin CC="$(TSAN_CC_$(MPI))" \
 	    CFLAGS="-O1 -g -fsanitize=thread" $(TSAN)/tests/mpi_threads > $(TSAN).log 2>&1 \
 	    || { tail -n 30 $(TSAN).log; exit 1; }
-	@BUILD=$(BUILD) BINDIR=$(BINDIR) SANITIZE_BUILD=$(SANITIZE) TSAN_BUILD=$(TSAN) sh tests/run.sh
+	@$(MAKE) --no-print-directory fuzz > $(FUZZ).log 2>&1 || { tail -n 30 $(FUZZ).log; exit 1; }
+	@BUILD=$(BUILD) BINDIR=$(BINDIR) SANITIZE_BUILD=$(SANITIZE) TSAN_BUILD=$(TSAN) FUZZ_BUILD=$(FUZZ) sh tests/run.sh
 
 # The benchmark (bench/): nbc against MPICH on P processes (make bench P=4), results in
 # bench/results/. Its own tools are installed on first use; `make test` needs none of them.
@@ -193,6 +194,40 @@ $(BUILD)/bench/%: bench/%.c $(STATIC)
 $(BUILD)/bench/kernels: bench/kernels.c $(INTERNAL)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLFLAGS) $< $(INTERNAL) $(LDLIBS) -o $@
+
+# Fuzzing with clang's libFuzzer (ASan and UBSan): `make fuzz` builds the drivers of
+# tests/fuzz/ (a schedule file through parser, compiler and verifier; a rule file through the
+# rule loader and matcher); `make fuzz-test` runs each for FUZZ_TIME seconds from the seed
+# corpus (the shipped schedules and rules) and prints ok/FAIL lines.
+FUZZ          := $(BUILD)/fuzz
+FUZZ_TIME     ?= 20
+FUZZ_PACKAGES := clang libclang-rt-14-dev
+FUZZ_FLAGS     = -std=gnu11 $(WARN) -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all $(CPPFLAGS)
+FUZZ_OBJ      := $(patsubst %.c,$(FUZZ)/obj/%.o,$(sort $(wildcard dsl/*.c compiler/*.c)) runtime/selection.c) \
+                 $(patsubst $(BUILD)/gen/%.c,$(FUZZ)/obj/gen/%.o,$(GEN_SRC))
+FUZZERS       := $(FUZZ)/fuzz_schedule $(FUZZ)/fuzz_rules
+.PHONY: fuzz fuzz-test
+fuzz: $(FUZZERS)
+fuzz-test: $(FUZZERS)
+	@sh tests/fuzz/run.sh $(FUZZ) $(FUZZ_TIME)
+
+$(BUILD)/.fuzz-deps: tools/install-deps.sh
+	@mkdir -p $(BUILD)
+	@sh tools/install-deps.sh $(FUZZ_PACKAGES)
+	@touch $@
+
+$(FUZZ_OBJ): $(BUILD)/gen/parser.h $(BUILD)/gen/lexer.h | $(BUILD)/.fuzz-deps
+
+$(FUZZ)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(FUZZ)/obj/gen/%.o: $(BUILD)/gen/%.c
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_FLAGS) -Wno-unused-function -Wno-sign-compare -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(FUZZ)/%: tests/fuzz/%.c $(FUZZ_OBJ)
+	clang $(FUZZ_FLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJ) $(LDLIBS) -o $@
 
 # Tables in docs/ that are read off the compiled programs.
 docs: $(NBCC)
@@ -226,4 +261,4 @@ uninstall:
 clean:
 	rm -rf build bin
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(FUZZ)/obj -name '*.d' 2>/dev/null)

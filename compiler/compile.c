@@ -56,6 +56,7 @@ typedef struct {
 
     int64_t scratch, rtmp;     /* elements */
     uint64_t steps, max_steps;
+    uint64_t max_insns;
     int depth;
 } ev;
 
@@ -144,21 +145,44 @@ static int64_t checked(ev *e, loc at, int overflow, int64_t r)
     return r;
 }
 
+/* Every sum, difference and product of values a schedule computes goes through these: an
+ * overflow is an error at `at`, never a wrapped offset. */
+static int64_t add(ev *e, loc at, int64_t x, int64_t y)
+{
+    int64_t r;
+    if (__builtin_add_overflow(x, y, &r)) fail(e, at, "integer overflow");
+    return r;
+}
+
+static int64_t sub(ev *e, loc at, int64_t x, int64_t y)
+{
+    int64_t r;
+    if (__builtin_sub_overflow(x, y, &r)) fail(e, at, "integer overflow");
+    return r;
+}
+
+static int64_t mul(ev *e, loc at, int64_t x, int64_t y)
+{
+    int64_t r;
+    if (__builtin_mul_overflow(x, y, &r)) fail(e, at, "integer overflow");
+    return r;
+}
+
 static int64_t binary(ev *e, const node *n, int64_t x, int64_t y)
 {
-    int64_t r = 0;
-    int overflow;
+    int64_t r;
     switch (n->op) {
-    case '+': overflow = __builtin_add_overflow(x, y, &r); return checked(e, n->at, overflow, r);
-    case '-': overflow = __builtin_sub_overflow(x, y, &r); return checked(e, n->at, overflow, r);
-    case '*': overflow = __builtin_mul_overflow(x, y, &r); return checked(e, n->at, overflow, r);
+    case '+': return add(e, n->at, x, y);
+    case '-': return sub(e, n->at, x, y);
+    case '*': return mul(e, n->at, x, y);
     case '/':
     case '%':
         if (y == 0) fail(e, n->at, "division by zero");
         if (y == -1 && x == INT64_MIN) fail(e, n->at, "integer overflow");
         if (n->op == '/') return x / y;
         r = x % y; /* the result of % is never negative: (-1) % p is p - 1 */
-        return r < 0 ? r + (y < 0 ? -y : y) : r;
+        /* r is in (-|y|, 0): r - y and r + y cannot overflow, where -y could (y = INT64_MIN) */
+        return r >= 0 ? r : y < 0 ? r - y : r + y;
     case '&': return x & y;
     case '|': return x | y;
     case '^': return x ^ y;
@@ -227,8 +251,8 @@ static value func(ev *e, const node *n)
         if (cnt < 0 || k < 1) fail(e, n->at, "block(n, k, i) needs n >= 0 and k >= 1, not n = %lld, k = %lld", (long long)cnt, (long long)k);
         if (i < 0 || i >= k) fail(e, a->next->next->at, "block index %lld is outside 0..%lld", (long long)i, (long long)(k - 1));
         int64_t base = cnt / k, rem = cnt % k;
-        int64_t lo = i * base + (i < rem ? i : rem);
-        return (value){.k = V_RANGE, .a = lo, .b = lo + base + (i < rem)};
+        int64_t lo = add(e, n->at, mul(e, n->at, i, base), i < rem ? i : rem);
+        return (value){.k = V_RANGE, .a = lo, .b = add(e, n->at, lo, base + (i < rem))};
     }
     if (same(f, "bufs")) { /* buffer i of a multi-buffer call; bufs(0) is recvbuf */
         want_args(e, n, 1);
@@ -244,9 +268,11 @@ static value func(ev *e, const node *n)
         if (r.k != V_RANGE) fail(e, a->at, "chunk() takes a range first, not %s", vkind_name[r.k]);
         int64_t size = eval_int(e, a->next), j = eval_int(e, a->next->next);
         if (size < 1 || j < 0) fail(e, n->at, "chunk(r, size, j) needs size >= 1 and j >= 0, not %lld and %lld", (long long)size, (long long)j);
-        int64_t lo = j > (r.b - r.a) / size ? r.b : r.a + j * size;
-        int64_t hi = lo + size < r.b ? lo + size : r.b;
-        return (value){.k = V_RANGE, .a = lo < r.b ? lo : r.b, .b = hi};
+        int64_t len = sub(e, n->at, r.b, r.a);
+        /* j * size <= len, and r.b - lo <= len: neither can overflow */
+        int64_t lo = j > len / size ? r.b : r.a + j * size;
+        int64_t hi = r.b - lo > size ? lo + size : r.b;
+        return (value){.k = V_RANGE, .a = lo, .b = hi};
     }
     if (same(f, "range")) {
         want_args(e, n, 2);
@@ -260,7 +286,7 @@ static value func(ev *e, const node *n)
         if (v.k == V_INT || (v.k == V_VIEW && f[0] != 'l'))
             fail(e, a->at, "%s() takes %s, not %s", f, f[0] == 'l' && f[1] == 'e' ? "a range or a buffer" : "a range", vkind_name[v.k]);
         if (v.k == V_VIEW) return vint(v.b);
-        return vint(f[0] == 'h' ? v.b : f[1] == 'o' ? v.a : v.b - v.a);
+        return vint(f[0] == 'h' ? v.b : f[1] == 'o' ? v.a : sub(e, n->at, v.b, v.a));
     }
     fail(e, n->at, "unknown function '%s'", f);
 }
@@ -276,13 +302,15 @@ static value index_view(ev *e, const node *n)
     } else {
         value i = eval(e, n->b);
         if (i.k == V_VIEW) fail(e, n->b->at, "a buffer cannot be an index");
+        if (i.k == V_INT && (i.a < 0 || i.a >= base.b))
+            fail(e, n->at, "index %lld is outside '%s' of length %lld", (long long)i.a, base.buf, (long long)base.b);
         lo = i.a;
         hi = i.k == V_RANGE ? i.b : i.a + 1;
     }
     if (lo < 0 || hi < lo || hi > base.b)
         fail(e, n->at, "slice [%lld:%lld] is outside '%s' of length %lld", (long long)lo, (long long)hi, base.buf, (long long)base.b);
-    base.a += lo;
-    base.b = hi - lo;
+    base.a = add(e, n->at, base.a, lo);
+    base.b = hi - lo; /* 0 <= lo <= hi: no overflow */
     return base;
 }
 
@@ -343,8 +371,12 @@ static void emit(ev *e, const node *at, int op, int32_t peer, const value *a, co
     if (a->b == 0) return; /* zero-length: both sides of a message skip it alike */
     if (op == OP_COPY && a->slot == b->slot && a->a == b->a) return; /* in place: nothing to do */
     nbc_insn in = {.op = (uint8_t)op, .a_slot = (uint8_t)a->slot, .b_slot = (uint8_t)(b ? b->slot : 0), .peer = peer,
-                   .a_off = (uint64_t)(a->a * es), .b_off = b ? (uint64_t)(b->a * es) : 0, .len = (uint64_t)(a->b * es)};
+                   .a_off = (uint64_t)mul(e, at->at, a->a, es), .b_off = b ? (uint64_t)mul(e, at->at, b->a, es) : 0,
+                   .len = (uint64_t)mul(e, at->at, a->b, es)};
     if (op == OP_REDUCE && fused(e, &in, at)) return;
+    if (e->n >= e->max_insns)
+        fail(e, at->at, "the program would hold more than %llu instructions (the limit: NBC_MAX_INSNS raises it)",
+             (unsigned long long)e->max_insns);
     e->insns = grow(e, e->insns, &e->cap, e->n + 1, sizeof *e->insns);
     e->locs = grow(e, e->locs, &e->lcap, e->n + 1, sizeof *e->locs);
     e->insns[e->n] = in;
@@ -361,6 +393,7 @@ static value eval_view(ev *e, const node *n, int write)
     return v;
 }
 
+/* Views lie within buffers of at most COMPILE_MAX_BYTES: these sums cannot overflow. */
 static int overlap(const value *x, const value *y)
 {
     return x->slot == y->slot && x->a < y->a + y->b && y->a < x->a + x->b;
@@ -623,6 +656,7 @@ static void start(ev *e, const sched_lib *lib, const compile_args *a, diag *d, c
     e->d = d;
     e->src = s->src;
     e->max_steps = a->max_steps ? a->max_steps : DEFAULT_MAX_STEPS;
+    e->max_insns = a->max_insns ? a->max_insns : COMPILE_DEFAULT_MAX_INSNS;
 }
 
 static void finish(ev *e)
@@ -635,8 +669,13 @@ static void finish(ev *e)
 
 static int check_args(const compile_args *a, const sched_def *s, diag *d)
 {
-    if (a->p < 1 || a->rank < 0 || a->rank >= a->p || a->count < 0 || a->esize < 1 || a->p > INT32_MAX ||
-        a->root < 0 || a->root >= a->p || a->nbufs < 1 || a->nbufs > NBC_MAX_BUFFERS) {
+    /* The largest buffer of any collective is p * count elements; keeping its bytes within
+     * COMPILE_MAX_BYTES lets an offset plus a length within buffers never overflow. */
+    int64_t elems, bytes;
+    int huge = __builtin_mul_overflow(a->p, a->count, &elems) || __builtin_mul_overflow(elems, a->esize, &bytes) ||
+               bytes > COMPILE_MAX_BYTES;
+    if (a->p < 1 || a->rank < 0 || a->rank >= a->p || a->count < 0 || a->esize < 1 || a->esize > INT32_MAX ||
+        a->p > INT32_MAX || a->root < 0 || a->root >= a->p || a->nbufs < 1 || a->nbufs > NBC_MAX_BUFFERS || huge) {
         diag_error(d, s->src, s->at, "cannot compile '%s' for p = %lld, rank = %lld, count = %lld, element size %lld (root and buffers must fit)",
                    s->name, (long long)a->p, (long long)a->rank, (long long)a->count, (long long)a->esize);
         return COMPILE_ERROR;
@@ -697,11 +736,13 @@ int compile_check(const sched_lib *lib, const sched_def *s, const compile_args *
 
 static nbc_program *assemble(ev *e, const sched_def *s)
 {
+    int64_t es = e->args->esize;
+    /* scratch is below INT64_MAX / 2 bytes and rtmp within a buffer: checked all the same */
+    int64_t scratch = mul(e, s->at, add(e, s->at, e->scratch, e->rtmp), es);
     size_t bytes = prog_size((uint32_t)e->n, (uint32_t)e->nrounds);
     nbc_program *p = malloc(bytes);
     if (!p) fail_status(e, COMPILE_NOMEM);
-    int64_t es = e->args->esize;
-    *p = (nbc_program){.bytes = bytes, .scratch = (uint64_t)((e->scratch + e->rtmp) * es),
+    *p = (nbc_program){.bytes = bytes, .scratch = (uint64_t)scratch,
                        .ninsns = (uint32_t)e->n, .nrounds = (uint32_t)e->nrounds,
                        .max_round_comms = e->max_comms, .esize = (uint32_t)es};
     snprintf(p->name, sizeof p->name, "%s", s->name);

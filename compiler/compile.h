@@ -9,6 +9,12 @@
 #include "program.h"
 
 #define COMPILE_MAX_PARAMS 4
+/* No real schedule comes near: a ring at p = 100000 holds about 600000 instructions. The bound
+ * keeps a runaway schedule from taking gigabytes (48 bytes an instruction) before it fails. */
+#define COMPILE_DEFAULT_MAX_INSNS (16u << 20)
+/* The largest buffer a program may address, in bytes: offsets plus lengths stay far from
+ * overflowing 64 bits. */
+#define COMPILE_MAX_BYTES (INT64_MAX / 4)
 
 typedef struct {
     int64_t p, rank, count;
@@ -18,6 +24,7 @@ typedef struct {
     int64_t root;
     int64_t nbufs;       /* buffers of a multi-buffer call; 0 or 1 otherwise: see bufs() */
     uint64_t max_steps;  /* bound on loop iterations plus instructions; 0: the default */
+    uint64_t max_insns;  /* bound on the program's instructions; 0: COMPILE_DEFAULT_MAX_INSNS */
     int nparams;         /* values for the schedule's `param`s, overriding their defaults */
     struct {
         const char *name;

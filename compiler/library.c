@@ -2,10 +2,12 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 typedef struct {
@@ -82,31 +84,57 @@ int lib_add_builtins(sched_lib *lib, diag *d)
     return 0;
 }
 
+/* Reads at most LIB_MAX_FILE_BYTES + 1 bytes, whatever the file is: a regular file says its
+ * size up front, but a device (/dev/zero), a pipe or a file growing while it is read must
+ * not make the reading endless. */
 char *lib_read_file(const char *path, size_t *len, diag *d)
 {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
         diag_error(d, NULL, (loc){0, 0}, "%s: %s", path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return NULL;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        close(fd);
+        diag_error(d, NULL, (loc){0, 0}, "%s: is a directory", path);
+        return NULL;
+    }
+    const size_t limit = LIB_MAX_FILE_BYTES;
+    if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > limit) {
+        close(fd);
+        diag_error(d, NULL, (loc){0, 0}, "%s: %lld bytes is larger than the %zu MiB a schedule or rule file may have", path,
+                   (long long)st.st_size, limit >> 20);
         return NULL;
     }
     char *buf = NULL;
-    size_t cap = 0, got;
+    size_t cap = 0;
     *len = 0;
-    do {
-        if (grow((void **)&buf, &cap, *len + 65536, 1)) {
-            free(buf);
-            fclose(fp);
-            diag_error(d, NULL, (loc){0, 0}, "%s: out of memory", path);
-            return NULL;
+    const char *why = NULL;
+    for (;;) {
+        if (grow((void **)&buf, &cap, *len + 65537, 1)) {
+            why = "out of memory";
+            break;
         }
-        got = fread(buf + *len, 1, cap - *len - 1, fp);
-        *len += got;
-    } while (got > 0);
-    int bad = ferror(fp);
-    fclose(fp);
-    if (bad) {
+        size_t room = cap - *len - 1, left = limit + 1 - *len; /* one byte past the limit tells */
+        ssize_t got = read(fd, buf + *len, room < left ? room : left);
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) why = strerror(errno);
+        if (got <= 0) break;
+        *len += (size_t)got;
+        if (*len > limit) {
+            why = "too large";
+            break;
+        }
+    }
+    close(fd);
+    if (why) {
         free(buf);
-        diag_error(d, NULL, (loc){0, 0}, "%s: read error", path);
+        if (*len > limit)
+            diag_error(d, NULL, (loc){0, 0}, "%s: larger than the %zu MiB a schedule or rule file may have", path, limit >> 20);
+        else
+            diag_error(d, NULL, (loc){0, 0}, "%s: %s", path, why);
         return NULL;
     }
     buf[*len] = '\0';

@@ -19,7 +19,9 @@ int lib_add_source(sched_lib *lib, const char *name, const char *text, size_t le
 int lib_add_builtins(sched_lib *lib, diag *d);
 
 /* A whole file, malloc'ed and NUL-terminated (*len excludes the NUL); NULL with the reason
- * in d. Schedule files and rule files are read with it. */
+ * in d. Every file the library and nbcc read (schedules, rules, models) is read with it, and
+ * none may be larger than LIB_MAX_FILE_BYTES: the shipped ones are a few KiB. */
+#define LIB_MAX_FILE_BYTES ((size_t)16 << 20)
 char *lib_read_file(const char *path, size_t *len, diag *d);
 
 /* A file, or every *.nbs file of a directory (in name order). */

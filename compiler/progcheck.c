@@ -103,6 +103,7 @@ static __attribute__((format(printf, 4, 5))) int fault(prog_fault *f, uint32_t p
 {
     f->pc = pc;
     f->other = other;
+    f->race = 0;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(f->msg, sizeof f->msg, fmt, ap);
@@ -160,10 +161,12 @@ static int race(const nbc_program *prog, uint32_t first, uint32_t pc, const acce
     uint32_t other = culprit(prog, first, pc, a, writes);
     const nbc_insn *o = &prog_insns(prog)[other < prog->ninsns ? other : pc];
     char name[24];
-    return fault(f, pc, other,
-                 "race within the round: %s %s bytes [%" PRIu64 ", %" PRIu64 ") of %s while the %s at pc %u, posted earlier in the round, may still be %s them",
-                 prog_opcode_name(prog_insns(prog)[pc].op), writes ? "writes" : "reads", a->lo, a->hi,
-                 prog_buffer_name(a->slot, name, sizeof name), prog_opcode_name(o->op), other, o->op == OP_SEND ? "reading" : "writing");
+    fault(f, pc, other,
+          "race within the round: %s %s bytes [%" PRIu64 ", %" PRIu64 ") of %s while the %s at pc %u, posted earlier in the round, may still be %s them",
+          prog_opcode_name(prog_insns(prog)[pc].op), writes ? "writes" : "reads", a->lo, a->hi,
+          prog_buffer_name(a->slot, name, sizeof name), prog_opcode_name(o->op), other, o->op == OP_SEND ? "reading" : "writing");
+    f->race = 1;
+    return 1;
 }
 
 int prog_check(const nbc_program *prog, int64_t p, const uint64_t *slot_bytes, int nslots, prog_fault *f)

@@ -16,6 +16,7 @@
 
 typedef struct {
     uint32_t pc, other;  /* the offending instruction, and the one it conflicts with (or UINT32_MAX) */
+    int race;            /* the fault is a race within a round: the schedule's mistake, not a bad program */
     char msg[320];
 } prog_fault;
 

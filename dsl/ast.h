@@ -82,5 +82,9 @@ enum { OPR_EQ = 256, OPR_NE, OPR_LE, OPR_GE, OPR_SHL, OPR_SHR, OPR_AND, OPR_OR }
 const char *ast_op_name(int op);
 
 #define AST_MAX_DEPTH 200
+/* The parser's stack: parentheses and operators nested deeper are an error. */
+#define DSL_MAX_NESTING 10000
+/* The largest source text dsl_parse takes (the size limit of files, see lib_read_file). */
+#define DSL_MAX_SOURCE (16 << 20)
 
 #endif

@@ -56,9 +56,39 @@ void parse_check_collective(parse_ctx *ctx, const char *name, parse_loc at)
     parse_error(ctx, at, "unknown collective '%s' (known: %s)", name, known);
 }
 
+_Noreturn void parse_fatal(parse_ctx *ctx, const char *msg)
+{
+    diag_error(ctx->d, &ctx->file->src, (loc){0, 0}, "the scanner failed: %s", msg);
+    longjmp(ctx->fatal, 1);
+}
+
+/* The scanner and the parser over text; bison's status (2: out of memory or too deep). After
+ * a fatal scanner error what the parser held is lost, but the file's arena still frees the
+ * tree. */
+static int scan_and_parse(parse_ctx *ctx, const char *text, size_t len)
+{
+    yyscan_t scanner;
+    if (dsl_yylex_init_extra(ctx, &scanner) != 0) return 2;
+    volatile int rc = 2;
+    if (setjmp(ctx->fatal) == 0) {
+        YY_BUFFER_STATE buf = dsl_yy_scan_bytes(text, (int)len, scanner);
+        rc = dsl_yyparse(scanner, ctx);
+        dsl_yy_delete_buffer(buf, scanner);
+    } else {
+        ctx->failed = 1;
+    }
+    dsl_yylex_destroy(scanner);
+    return rc;
+}
+
 ast_file *dsl_parse(const char *name, const char *text, size_t len, diag *d)
 {
     int errors_before = d->errors;
+    if (len > DSL_MAX_SOURCE) { /* flex counts in int; files are far smaller (lib_read_file) */
+        diag_error(d, NULL, (loc){0, 0}, "%s: %zu bytes is larger than a schedule source may be (%d MiB)", name, len,
+                   DSL_MAX_SOURCE >> 20);
+        return NULL;
+    }
     ast_file *f = calloc(1, sizeof *f);
     char *copy = malloc(len + 1);
     if (!f || !copy) {
@@ -75,17 +105,8 @@ ast_file *dsl_parse(const char *name, const char *text, size_t len, diag *d)
     if (!f->src.name) f->src.name = "?";
 
     parse_ctx ctx = {.file = f, .d = d, .line = 1, .col = 1};
-    yyscan_t scanner;
-    if (dsl_yylex_init_extra(&ctx, &scanner) != 0) {
-        ast_free(f);
-        diag_error(d, NULL, (loc){0, 0}, "%s: out of memory", name);
-        return NULL;
-    }
-    YY_BUFFER_STATE buf = dsl_yy_scan_bytes(copy, (int)len, scanner);
-    int rc = buf ? dsl_yyparse(scanner, &ctx) : 2;
-    if (buf) dsl_yy_delete_buffer(buf, scanner);
-    dsl_yylex_destroy(scanner);
-    if (rc == 2 || ctx.nomem)
+    int rc = scan_and_parse(&ctx, copy, len);
+    if ((rc == 2 && !ctx.too_deep && !ctx.failed) || ctx.nomem)
         diag_error(d, &f->src, (loc){0, 0}, "out of memory while parsing");
 
     for (sched_def *s = f->schedules; s; s = s->next)

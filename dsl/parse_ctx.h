@@ -2,6 +2,7 @@
 #ifndef NBC_PARSE_CTX_H
 #define NBC_PARSE_CTX_H
 
+#include <setjmp.h>
 #include "ast.h"
 
 typedef struct {
@@ -11,6 +12,8 @@ typedef struct {
     long off;        /* and its byte offset */
     int nomem;
     int too_deep;    /* reported once */
+    int failed;      /* a fatal scanner error was reported */
+    jmp_buf fatal;   /* where a fatal scanner error returns to */
 } parse_ctx;
 
 typedef struct {
@@ -39,5 +42,8 @@ void parse_error(parse_ctx *ctx, parse_loc at, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 void parse_check_collective(parse_ctx *ctx, const char *name, parse_loc at);
+
+/* flex's fatal errors (out of memory, in practice) end the parse with an error. */
+_Noreturn void parse_fatal(parse_ctx *ctx, const char *msg);
 
 #endif

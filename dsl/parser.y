@@ -21,13 +21,19 @@ int dsl_yylex(DSL_YYSTYPE *lval, parse_loc *lloc, void *scanner);
 #include <stdio.h>
 #include <string.h>
 
+#define YYMAXDEPTH DSL_MAX_NESTING
+
 static loc L(parse_loc p) { return (loc){p.first_line, p.first_column}; }
 
 static void dsl_yyerror(parse_loc *at, void *scanner, parse_ctx *ctx, const char *msg)
 {
     (void)scanner;
-    if (strcmp(msg, "memory exhausted") == 0)
-        msg = "schedule nested too deeply";
+    if (strcmp(msg, "memory exhausted") == 0) { /* bison's stack reached YYMAXDEPTH */
+        if (ctx->too_deep) return;
+        ctx->too_deep = 1;
+        parse_error(ctx, *at, "nesting too deep: more than %d levels of parentheses, operators or blocks", DSL_MAX_NESTING);
+        return;
+    }
     parse_error(ctx, *at, "%s", msg);
 }
 

@@ -4,6 +4,7 @@
  *
  * A call under automatic selection is cached under a key naming "auto" rather than the chosen
  * schedule, so that a cache hit does not even run the selection. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <xxhash.h>
 
 #include "internal.h"
+#include "../compiler/progverify.h"
 #include "nbc.h"
 #include "selection.h"
 
@@ -38,18 +40,27 @@ static sim_model model;
 static int select_mode_set(const char *text);
 static int parse_forcing(nbc_collective coll, const char *spec, forcing *f);
 static int load_model_file(const char *path);
-static int load_tuning(const char *path);
+static int load_tuning(const char *path, const char *what);
 
 sched_lib *select_library(void) { return lib; }
 cache *select_cache(void) { return programs; }
 
-static size_t env_size(const char *name, size_t dflt)
+static uint64_t max_insns; /* NBC_MAX_INSNS, or 0: the compiler's default */
+
+/* A whole number 0 .. max from the environment, or dflt when unset; anything else fails
+ * nbc_init, as a bad NBC_SELECT or NBC_TUNING does (strtoull alone would take -1 as 2^64-1). */
+static int env_number(const char *name, uint64_t dflt, uint64_t max, uint64_t *out)
 {
     const char *v = getenv(name);
-    if (!v || !*v) return dflt;
+    *out = dflt;
+    if (!v || !*v) return MPI_SUCCESS;
     char *end;
+    errno = 0;
     unsigned long long x = strtoull(v, &end, 10);
-    return *end ? dflt : (size_t)x;
+    if (strspn(v, "0123456789") != strlen(v) || errno == ERANGE || x > max)
+        return nbc_fail(MPI_ERR_ARG, "%s: '%.40s' is not a whole number in 0 .. %llu", name, v, (unsigned long long)max);
+    *out = x;
+    return MPI_SUCCESS;
 }
 
 static int report(int code, diag *d, const char *what)
@@ -64,8 +75,13 @@ int select_init(void)
     diag d;
     int rc;
     diag_init(&d);
+    uint64_t entries, bytes;
+    if ((rc = env_number("NBC_CACHE_ENTRIES", 1024, SIZE_MAX, &entries)) ||
+        (rc = env_number("NBC_CACHE_BYTES", 64u << 20, SIZE_MAX, &bytes)) ||
+        (rc = env_number("NBC_MAX_INSNS", 0, UINT32_MAX - 1, &max_insns)))
+        return rc;
     lib = lib_create();
-    programs = cache_create(env_size("NBC_CACHE_ENTRIES", 1024), env_size("NBC_CACHE_BYTES", 64u << 20));
+    programs = cache_create((size_t)entries, (size_t)bytes);
     rules = rules_create();
     if (!lib || !programs || !rules) return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
     sim_model_default(&model);
@@ -87,7 +103,7 @@ int select_init(void)
         return report(MPI_ERR_INTERN, &d, "the built-in rules do not parse:\n");
     diag_free(&d);
     const char *v;
-    if ((v = getenv("NBC_TUNING")) && *v && (rc = load_tuning(v)) != MPI_SUCCESS) return rc;
+    if ((v = getenv("NBC_TUNING")) && *v && (rc = load_tuning(v, "NBC_TUNING: ")) != MPI_SUCCESS) return rc;
     if ((v = getenv("NBC_MODEL_FILE")) && *v && (rc = load_model_file(v)) != MPI_SUCCESS) return rc;
     if ((v = getenv("NBC_SELECT")) && *v && (rc = select_mode_set(v)) != MPI_SUCCESS) return rc;
     for (int c = 0; c < COLL_COUNT_; c++) {
@@ -151,8 +167,9 @@ int select_force(nbc_collective coll, const char *spec)
 
 static int set_schedule(const char *collective, const char *name)
 {
-    int c = collective ? collective_from_name(collective) : -1;
-    if (c < 0) return nbc_fail(MPI_ERR_ARG, "unknown collective '%s'", collective ? collective : "(null)");
+    if (!collective) return nbc_fail(MPI_ERR_ARG, "nbc_set_schedule: no collective named (collective is NULL)");
+    int c = collective_from_name(collective);
+    if (c < 0) return nbc_fail(MPI_ERR_ARG, "nbc_set_schedule: unknown collective '%s'", collective);
     return select_force((nbc_collective)c, name);
 }
 
@@ -169,6 +186,23 @@ static int parse_forcing(nbc_collective coll, const char *spec, forcing *f)
     return MPI_SUCCESS;
 }
 
+/* No program is cached or run before the verifier has passed it: a compiler bug must not
+ * become a write outside the user's buffers. A race within a round is the schedule's mistake
+ * (MPI_ERR_ARG); anything else would be the compiler's (MPI_ERR_INTERN). Frees a program it
+ * rejects. */
+static int verified(nbc_program *prog, nbc_collective coll, const compile_args *a)
+{
+    prog_fault f;
+    int rc = prog_verify(prog, coll, a, &f);
+    if (rc == 0) return MPI_SUCCESS;
+    char name[sizeof prog->name];
+    snprintf(name, sizeof name, "%.*s", (int)sizeof name - 1, prog->name); /* its NUL may be what is wrong */
+    free(prog);
+    if (rc < 0) return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
+    return nbc_fail(f.race ? MPI_ERR_ARG : MPI_ERR_INTERN, "the program compiled from '%s' fails verification at instruction %u: %s",
+                    name, f.pc, f.msg);
+}
+
 int select_program(nbc_collective coll, const compile_args *call, const char *spec, cache_entry **out)
 {
     forcing own;
@@ -179,6 +213,7 @@ int select_program(nbc_collective coll, const compile_args *call, const char *sp
     const forcing *f = spec ? &own : &forced[coll];
     const sched_def *s = f->ch.s;
     compile_args with_params = *call;
+    with_params.max_insns = max_insns;
     const compile_args *a = &with_params;
     select_apply_choice(&f->ch, &with_params);
     if (auto_generation != generation) {
@@ -203,6 +238,7 @@ int select_program(nbc_collective coll, const compile_args *call, const char *sp
     if (rc == COMPILE_NOMEM) return report(MPI_ERR_NO_MEM, &d, "");
     if (rc != COMPILE_OK) return report(MPI_ERR_OTHER, &d, "the schedule failed to compile:\n");
     diag_free(&d);
+    if ((rc = verified(prog, coll, a)) != MPI_SUCCESS) return rc;
     *out = cache_insert(programs, &key, prog);
     return *out ? MPI_SUCCESS : nbc_fail(MPI_ERR_NO_MEM, "out of memory");
 }
@@ -227,21 +263,25 @@ static int select_mode_set(const char *text)
     return MPI_SUCCESS;
 }
 
-/* A file of one line "alpha=..,beta=..,gamma=.." (comments with #). */
+/* A file of one line "alpha=..,beta=..,gamma=.." (comments with #), read as every file is. */
 static int load_model_file(const char *path)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) return nbc_fail(MPI_ERR_ARG, "NBC_MODEL_FILE %s: cannot open it", path);
-    char line[512], err[256];
+    diag d;
+    diag_init(&d);
+    size_t len;
+    char *text = lib_read_file(path, &len, &d);
+    if (!text) return report(MPI_ERR_ARG, &d, "NBC_MODEL_FILE: ");
+    diag_free(&d);
+    char err[256];
     int rc = MPI_ERR_ARG;
     snprintf(err, sizeof err, "no model line");
-    while (fgets(line, sizeof line, f)) {
-        line[strcspn(line, "#\r\n")] = '\0';
-        if (!line[0]) continue;
+    for (char *save, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        line[strcspn(line, "#\r")] = '\0';
+        if (!line[strspn(line, " \t")]) continue;
         rc = sim_model_parse(line, &model, err, sizeof err) == 0 ? MPI_SUCCESS : MPI_ERR_ARG;
         break;
     }
-    fclose(f);
+    free(text);
     return rc == MPI_SUCCESS ? MPI_SUCCESS : nbc_fail(rc, "NBC_MODEL_FILE %s: %s", path, err);
 }
 
@@ -250,14 +290,15 @@ static int set_selection(const char *text)
     return text ? select_mode_set(text) : nbc_fail(MPI_ERR_ARG, "nbc_set_selection: NULL mode");
 }
 
-static int load_tuning(const char *path)
+/* what: how messages start ("NBC_TUNING: " when the environment named the file) */
+static int load_tuning(const char *path, const char *what)
 {
     int rc;
     if (!path) return nbc_fail(MPI_ERR_ARG, "nbc_load_tuning: path is NULL");
     diag d;
     diag_init(&d);
     rc = rules_load_file(rules, lib, path, &d);
-    if (rc != 0) return report(MPI_ERR_ARG, &d, "");
+    if (rc != 0) return report(MPI_ERR_ARG, &d, what);
     diag_free(&d);
     generation++;
     cache_clear(programs);
@@ -278,5 +319,5 @@ static int get_cache_stats(nbc_cache_stats *stats)
 int nbc_load_schedules(const char *path) { NBC_PUBLIC(load_schedules(path)); }
 int nbc_set_schedule(const char *collective, const char *name) { NBC_PUBLIC(set_schedule(collective, name)); }
 int nbc_set_selection(const char *text) { NBC_PUBLIC(set_selection(text)); }
-int nbc_load_tuning(const char *path) { NBC_PUBLIC(load_tuning(path)); }
+int nbc_load_tuning(const char *path) { NBC_PUBLIC(load_tuning(path, "")); }
 int nbc_get_cache_stats(nbc_cache_stats *stats) { NBC_PUBLIC(get_cache_stats(stats)); }

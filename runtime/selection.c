@@ -60,15 +60,23 @@ static void complain(reader *rd, const char *fmt, const char *arg)
     rd->bad = 1;
 }
 
-static int number(const char *tok, int64_t *out)
+/* A decimal integer, nothing else (no spaces, signs of its own, hex or octal): -1 when tok is
+ * not one, -2 when it is outside [lo, hi]. */
+static int number(const char *tok, int64_t lo, int64_t hi, int64_t *out)
 {
+    const char *digits = tok + (tok[0] == '-');
+    if (!*digits || strspn(digits, "0123456789") != strlen(digits)) return -1;
     char *end;
     errno = 0;
-    long long v = strtoll(tok, &end, 0);
-    if (!*tok || *end || errno) return -1;
+    long long v = strtoll(tok, &end, 10);
+    if (errno == ERANGE || v < lo || v > hi) return -2;
     *out = v;
     return 0;
 }
+
+/* Conditions compare with numbers in these ranges, so v + 1 below cannot overflow. */
+#define RULE_MAX_P INT32_MAX
+#define RULE_MAX_BYTES COMPILE_MAX_BYTES
 
 /* "p < 4": narrows [lo, hi). */
 static int bound(const char *op, int64_t v, int64_t *lo, int64_t *hi)
@@ -124,8 +132,9 @@ int select_parse_choice(const sched_lib *lib, nbc_collective c, const char *spec
             snprintf(err, errsize, "the schedule has no parameter '%s'", pname);
             return -1;
         }
-        if (number(value, &out->values[out->nparams])) {
-            snprintf(err, errsize, "'%s' is not a number", value);
+        int bad = number(value, INT64_MIN, INT64_MAX, &out->values[out->nparams]);
+        if (bad) {
+            snprintf(err, errsize, bad == -1 ? "'%s' is not a number" : "'%s' is out of range", value);
             return -1;
         }
         out->nparams++;
@@ -169,8 +178,15 @@ static int parse_rule(reader *rd, const sched_lib *lib, char *line, rule *r)
         } else if ((!strcmp(w[i], "p") || !strcmp(w[i], "bytes")) && i + 2 < n) {
             int64_t v;
             int is_p = w[i][0] == 'p';
-            if (number(w[i + 2], &v) || v < 0 ||
-                bound(w[i + 1], v, is_p ? &r->p_lo : &r->b_lo, is_p ? &r->p_hi : &r->b_hi)) {
+            int bad = number(w[i + 2], 0, is_p ? RULE_MAX_P : RULE_MAX_BYTES, &v);
+            if (bad == -2) {
+                char msg[160];
+                snprintf(msg, sizeof msg, "%.40s in a condition on %s is outside 0 .. %lld", w[i + 2], w[i],
+                         (long long)(is_p ? RULE_MAX_P : RULE_MAX_BYTES));
+                complain(rd, "%s", msg);
+                return 0;
+            }
+            if (bad || bound(w[i + 1], v, is_p ? &r->p_lo : &r->b_lo, is_p ? &r->p_hi : &r->b_hi)) {
                 complain(rd, "bad condition near '%s' (write p < 4, bytes >= 8192, ...)", w[i]);
                 return 0;
             }
@@ -269,7 +285,8 @@ int rules_load_file(rule_table *t, const sched_lib *lib, const char *path, diag 
 
 static int matches(const rule *r, nbc_collective c, const compile_args *a)
 {
-    int64_t bytes = a->count * a->esize;
+    int64_t bytes; /* larger than any bound a rule can state: just above them all */
+    if (__builtin_mul_overflow(a->count, a->esize, &bytes) || bytes > RULE_MAX_BYTES) bytes = RULE_MAX_BYTES + 1;
     int pow2 = (a->p & (a->p - 1)) == 0;
     return r->coll == (int)c && a->p >= r->p_lo && a->p < r->p_hi && bytes >= r->b_lo && bytes < r->b_hi &&
            (r->commutative < 0 || r->commutative == !!a->commutative) &&

@@ -7,7 +7,8 @@
 # The suite runs on the normal build, then, when SANITIZE_BUILD names a build made with
 # AddressSanitizer and UBSan, again there (names tagged [asan], fewer process counts), and
 # the thread tests on TSAN_BUILD.
-# Environment: BUILD and BINDIR (where `make` put things), SANITIZE_BUILD, TSAN_BUILD.
+# Environment: BUILD and BINDIR (where `make` put things), SANITIZE_BUILD, TSAN_BUILD,
+# FUZZ_BUILD (where `make fuzz` put the fuzzers).
 : "${MPIEXEC:=mpiexec.mpich}"  # the MPI is named: plain mpiexec may be another one
 : "${TEST_LOG:=build/test.log}"
 tmp=$(mktemp -d)
@@ -68,6 +69,7 @@ TAG=${3:+$3 }
 suite "unit_dsl" "$BUILD/tests/unit_dsl" tests/dsl/broken.txt
 suite "unit_select" "$BUILD/tests/unit_select"
 suite "unit_cache" "$BUILD/tests/unit_cache"
+suite "unit_hardening" "$BUILD/tests/unit_hardening"
 # the kernels are compared with MPI_Reduce_local; Open MPI 4.1's AVX reductions saturate
 # 8- and 16-bit sums instead of wrapping, so its plain C ones are the reference there
 OMPI_MCA_op=^avx ASAN_OPTIONS=detect_leaks=0 suite "unit_reduce" $MPIEXEC -n 1 "$BUILD/tests/unit_reduce"
@@ -126,6 +128,16 @@ fi
 # nbcc verify/simulate/draw, and the seeded faults they must catch
 [ -f tests/verify.sh ] && suite "verify" sh tests/verify.sh "$BINDIR"
 [ -z "$TAG" ] && suite "failures" sh tests/failures.sh "$BINDIR" "$BUILD"
+# hostile input: the 64-bit limits, endless files, rule numbers (nbcc, then the library)
+suite "hardening" sh tests/hardening.sh "$BINDIR"
+for p in 1 3; do
+    ASAN_OPTIONS=detect_leaks=0 suite "mpi_hardening p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_hardening"
+done
+for v in NBC_CACHE_BYTES=-1 NBC_CACHE_ENTRIES=abc NBC_MAX_INSNS=12x NBC_TUNING=/dev/zero; do
+    ASAN_OPTIONS=detect_leaks=0 suite "mpi_hardening $v" env "$v" $MPIEXEC -n 1 "$BUILD/tests/mpi_hardening" --init-error "${v%%=*}"
+done
+# the fuzzers of `make fuzz`, 20 s each (plain build only)
+[ -z "$TAG" ] && [ -n "$FUZZ_BUILD" ] && suite "fuzz" sh tests/fuzz/run.sh "$FUZZ_BUILD" 20
 
 ASAN_OPTIONS=detect_leaks=0 suite "mpi_badargs" $MPIEXEC -n 2 "$BUILD/tests/mpi_badargs"
 for p in $4; do

@@ -17,6 +17,7 @@
 #include "../compiler/disasm.h"
 #include "../compiler/draw.h"
 #include "../compiler/library.h"
+#include "../compiler/progverify.h"
 #include "nbcc_failures.h"
 #include "nbcc_select.h"
 #include "../compiler/simulate.h"
@@ -262,6 +263,35 @@ static const sched_def *next_from(const sched_lib *lib, const char *path, size_t
     return NULL;
 }
 
+/* NBC_MAX_INSNS, as the library reads it (0: the compiler's default). */
+static uint64_t max_insns;
+
+static void read_max_insns(void)
+{
+    const char *v = getenv("NBC_MAX_INSNS");
+    if (!v || !*v) return;
+    char *end;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (strspn(v, "0123456789") != strlen(v) || x > UINT32_MAX - 1) {
+        fprintf(stderr, "nbcc: NBC_MAX_INSNS: '%s' is not a whole number in 0 .. %u\n", v, UINT32_MAX - 1);
+        exit(2);
+    }
+    max_insns = x;
+}
+
+/* Runs the verifier on a compiled program, as the library does before it caches one; prints
+ * why it fails. Returns 0 when it passes. */
+static int verify_program(const sched_def *s, const nbc_program *prog, const compile_args *a)
+{
+    prog_fault f;
+    nbc_collective c = s->collective ? (nbc_collective)collective_from_name(s->collective) : COLL_ALLREDUCE;
+    int rc = prog_verify(prog, c, a, &f);
+    if (rc < 0) fprintf(stderr, "nbcc: out of memory\n");
+    if (rc > 0) fprintf(stderr, "%s: error: the program of '%s' fails verification at instruction %u: %s\n", s->src->name,
+                        s->name, f.pc, f.msg);
+    return rc;
+}
+
 /* Compiles s for many parameters; prints the first error. */
 static int check_schedule(const sched_lib *lib, const sched_def *s)
 {
@@ -273,10 +303,11 @@ static int check_schedule(const sched_lib *lib, const sched_def *s)
         for (size_t c = 0; c < sizeof counts / sizeof *counts && !bad; c++)
             for (int flags = 0; flags < 4 && !bad; flags++)
                 for (int64_t r = 0; r < p && !bad; r++) {
-                    compile_args a = {.p = p, .rank = r, .count = counts[c], .esize = 8,
+                    compile_args a = {.p = p, .rank = r, .count = counts[c], .esize = 8, .max_insns = max_insns,
                                       .inplace = flags & 1, .commutative = !(flags & 2)};
                     nbc_program *prog = NULL;
                     int rc = compile_program(lib, s, &a, &prog, &d);
+                    if (rc == COMPILE_OK && verify_program(s, prog, &a)) rc = COMPILE_ERROR;
                     free(prog);
                     if (rc == COMPILE_UNMET) {
                         diag_clear(&d);
@@ -491,10 +522,16 @@ static int cmd_dump(int argc, char **argv)
     diag_init(&d);
     for (long long r = rank < 0 ? 0 : rank; r < (rank < 0 ? p : rank + 1) && !rc; r++) {
         compile_args a = {.p = p, .rank = r, .count = count, .esize = esize, .inplace = inplace, .commutative = commutative,
+                          .max_insns = max_insns,
                           .root = root < 0 ? 0 : root};
         nbc_program *prog;
         if (compile_program(lib, s, &a, &prog, &d) != COMPILE_OK) {
             fprintf(stderr, "%s", d.text ? d.text : "");
+            rc = 1;
+            break;
+        }
+        if (verify_program(s, prog, &a)) {
+            free(prog);
             rc = 1;
             break;
         }
@@ -757,7 +794,8 @@ static int cmd_verify(int argc, char **argv)
         {"param", required_argument, 0, 'P'},     {"nbufs", required_argument, 0, 'B'},
         {0, 0, 0, 0},
     };
-    verify_opts o = {.p_text = "1..16", .counts_text = "1,p+1,1001", .nbufs_text = "1,3", .seed = 1, .base = {.esize = 4}};
+    verify_opts o = {.p_text = "1..16", .counts_text = "1,p+1,1001", .nbufs_text = "1,3", .seed = 1,
+                     .base = {.esize = 4, .max_insns = max_insns}};
     int esize = 4;
     const char *tname = "int", *sname = NULL;
     optind = 1;
@@ -863,7 +901,7 @@ static int cmd_simulate(int argc, char **argv)
         {"param", required_argument, 0, 'P'},      {"nbufs", required_argument, 0, 'B'},
         {0, 0, 0, 0},
     };
-    compile_args base = {0};
+    compile_args base = {.max_insns = max_insns};
     const char *p_text = NULL, *bytes_text = NULL, *tname = "int", *sname = NULL, *collective = NULL;
     long long count = -1, root = 0, rounds = 64;
     int esize = 4, inplace = 0, commutative = 1, compare = 0;
@@ -978,7 +1016,7 @@ static int cmd_draw(int argc, char **argv)
         {"param", required_argument, 0, 'P'},      {"nbufs", required_argument, 0, 'B'},
         {0, 0, 0, 0},
     };
-    compile_args base = {0};
+    compile_args base = {.max_insns = max_insns};
     long long p = 0, count = -1, root = 0;
     int esize = 4, inplace = 0, commutative = 1;
     const char *tname = "int", *sname = NULL, *path = NULL, *format = NULL;
@@ -1068,6 +1106,7 @@ int main(int argc, char **argv)
     opterr = 0; /* getopt's own messages would not follow ours */
     if (argc < 2) return nbcc_usage_error("name a command");
     const char *cmd = argv[1];
+    read_max_insns();
     if (!strcmp(cmd, "--version")) {
         printf("nbcc %s\n", nbc_version());
         return 0;
