@@ -273,7 +273,7 @@ static void read_max_insns(void)
     char *end;
     unsigned long long x = strtoull(v, &end, 10);
     if (strspn(v, "0123456789") != strlen(v) || x > UINT32_MAX - 1) {
-        fprintf(stderr, "nbcc: NBC_MAX_INSNS: '%s' is not a whole number in 0 .. %u\n", v, UINT32_MAX - 1);
+        nbcc_error("NBC_MAX_INSNS: '%s' is not a whole number in 0 .. %u", v, UINT32_MAX - 1);
         exit(2);
     }
     max_insns = x;
