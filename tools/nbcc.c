@@ -286,7 +286,7 @@ static int verify_program(const sched_def *s, const nbc_program *prog, const com
     prog_fault f;
     nbc_collective c = s->collective ? (nbc_collective)collective_from_name(s->collective) : COLL_ALLREDUCE;
     int rc = prog_verify(prog, c, a, &f);
-    if (rc < 0) fprintf(stderr, "nbcc: out of memory\n");
+    if (rc < 0) nbcc_error("out of memory");
     if (rc > 0) fprintf(stderr, "%s: error: the program of '%s' fails verification at instruction %u: %s\n", s->src->name,
                         s->name, f.pc, f.msg);
     return rc;
