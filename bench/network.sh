@@ -1,0 +1,117 @@
+#!/bin/sh
+# The cost model against a network: for each link setting, `nbcc calibrate` between two
+# namespace hosts gives alpha, beta, gamma; then, with one rank a host (tests/hosts.sh), every
+# allreduce schedule is timed by bench at p = 2, 4, 8 and a few sizes, and `nbcc simulate`
+# predicts the same with the calibrated model.
+#
+#   sh bench/network.sh [--settings "none rate=1gbit"] [--ps "2 4 8"] [--sizes "8 65536 1048576"]
+#
+# A setting is "none" or comma-separated rate=R / delay=D (tests/hosts.sh's --rate, --delay).
+# Writes into bench/results/network/: model-SETTING.txt (the calibration), SETTING-pP-BYTES.csv
+# (bench's rows), network.csv (setting,p,bytes,schedule,predicted_us,measured_us,ratio), and
+# prints a Markdown table per setting. Needs root (network namespaces), like tests/hosts.sh,
+# and `make all build/bench/bench` first.
+BUILD=${BUILD:-build}
+BINDIR=${BINDIR:-bin}
+settings="none rate=1gbit"
+ps="2 4 8"
+sizes="8 65536 1048576 16777216"
+measure=
+while [ $# -gt 0 ]; do
+    case $1 in
+    --settings) settings=$2; shift 2 ;;
+    --ps) ps=$2; shift 2 ;;
+    --sizes) sizes=$2; shift 2 ;;
+    --measure) measure=$2; shift 2 ;; # internal: SETTING:P, run under tests/hosts.sh
+    *) echo "usage: sh bench/network.sh [--settings LIST] [--ps LIST] [--sizes LIST]" >&2; exit 2 ;;
+    esac
+done
+out=bench/results/network
+mkdir -p "$out"
+schedules=$("$BINDIR/nbcc" list | awk '$2 == "allreduce" { printf "%s%s", sep, $1; sep = "," }')
+
+# One bench per size, so that each times only its own size (bench doubles from --min to
+# --max), one rank a host. Few batches: 16 MiB at p = 8 on two cores takes long.
+if [ -n "$measure" ]; then
+    s=${measure%:*}
+    p=${measure##*:}
+    for b in $sizes; do
+        reps=5
+        [ "$b" -ge 1048576 ] && reps=3
+        timeout 900 "$NBC_HOSTS_MPIEXEC" -n "$p" -ppn 1 "$BUILD/bench/bench" --min "$b" --max "$b" --reps "$reps" \
+            --batch 0.002 --schedules "$schedules" --csv "$out/$s-p$p-$b.csv" > "$out/$s-p$p-$b.txt" 2>&1 ||
+            echo "network.sh: bench failed for $s p=$p $b B (see $out/$s-p$p-$b.txt)" >&2
+    done
+    exit 0
+fi
+
+hosts_opts() { # SETTING: tests/hosts.sh's options for it
+    [ "$1" = none ] && return
+    echo "$1" | tr ',' '\n' | sed 's/^\([a-z]*\)=/--\1 /' | tr '\n' ' '
+}
+
+for s in $settings; do
+    # shellcheck disable=SC2046
+    sh tests/hosts.sh --hosts 2 $(hosts_opts "$s") -- sh -c \
+        '"$NBC_HOSTS_MPIEXEC" -n 2 -ppn 1 "$0" calibrate -o "$1"' "$BINDIR/nbcc" "$out/model-$s.txt" > "$out/hosts.log" 2>&1
+    grep -q '^alpha=' "$out/model-$s.txt" 2> /dev/null || {
+        echo "network.sh: calibration failed for $s: $(tail -n 3 "$out/hosts.log")" >&2
+        exit 1
+    }
+    echo "$s: $(grep '^alpha=' "$out/model-$s.txt")" >&2
+    for p in $ps; do
+        # shellcheck disable=SC2046
+        sh tests/hosts.sh --hosts "$p" $(hosts_opts "$s") -- sh bench/network.sh --measure "$s:$p" --sizes "$sizes" ||
+            exit 1
+    done
+done
+
+# Prediction next to measurement: bench names a forced schedule nbc_NAME, NAME without its
+# "allreduce_"; the median of the batches is the measurement.
+echo "setting,p,bytes,schedule,predicted_us,measured_us,ratio" > "$out/network.csv"
+for s in $settings; do
+    model=$(grep '^alpha=' "$out/model-$s.txt")
+    for p in $ps; do
+        for b in $sizes; do
+            [ -f "$out/$s-p$p-$b.csv" ] || continue
+            for name in $(echo "$schedules" | tr ',' ' '); do
+                meas=$(awk -F, -v v="nbc_${name#allreduce_}" '$3 == v && $14 == 1 { print $4 }' "$out/$s-p$p-$b.csv")
+                pred=$("$BINDIR/nbcc" simulate "$name" --p "$p" --bytes "$b" --type double --model "$model" 2> /dev/null |
+                    awk '$1 == "time:" { printf "%.3f", $2 * 1e6 }')
+                [ -n "$meas" ] && [ -n "$pred" ] || continue
+                echo "$s,$p,$b,$name,$pred,$meas,$(awk -v m="$meas" -v q="$pred" 'BEGIN { printf "%.2f", m / q }')"
+            done
+        done
+    done
+done >> "$out/network.csv"
+
+# One Markdown table per setting: a row per p and size; per schedule "predicted / measured";
+# the model's pick (and its measured time over the fastest one's) and the fastest measured.
+for s in $settings; do
+    echo
+    echo "$s ($(grep '^alpha=' "$out/model-$s.txt")):"
+    echo
+    awk -F, -v s="$s" '
+        NR > 1 && $1 == s {
+            key = $2 "," $3
+            if (!(key in seen)) { seen[key] = 1; keys[++nk] = key }
+            name = $4; sub(/^allreduce_/, "", name)
+            if (!(name in known)) { known[name] = 1; names[++nn] = name }
+            cell[key, name] = sprintf("%s / %s", fmt($5), fmt($6)); meas[key, name] = $6
+            if (!(key in bp) || $5 < bp[key]) { bp[key] = $5; bpn[key] = name }
+            if (!(key in bm) || $6 < bm[key]) { bm[key] = $6; bmn[key] = name }
+        }
+        function fmt(us) { return us >= 10000 ? sprintf("%.0f ms", us / 1000) : us >= 1000 ? sprintf("%.1f ms", us / 1000) : sprintf("%.0f us", us) }
+        function size(b) { return b >= 1048576 ? b / 1048576 " MiB" : b >= 1024 ? b / 1024 " KiB" : b " B" }
+        END {
+            printf "| p | size |"; for (i = 1; i <= nn; i++) printf " %s |", names[i]; print " model picks | fastest measured |"
+            printf "|---|---|"; for (i = 1; i <= nn; i++) printf "---|"; print "---|---|"
+            for (k = 1; k <= nk; k++) {
+                split(keys[k], pb, ",")
+                printf "| %d | %s |", pb[1], size(pb[2])
+                for (i = 1; i <= nn; i++) printf " %s |", ((keys[k], names[i]) in cell) ? cell[keys[k], names[i]] : "-"
+                # what following the model costs: its pick, measured, over the fastest
+                printf " %s (%.2fx) | %s |\n", bpn[keys[k]], meas[keys[k], bpn[keys[k]]] / bm[keys[k]], bmn[keys[k]]
+            }
+        }' "$out/network.csv"
+done
