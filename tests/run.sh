@@ -170,9 +170,9 @@ if [ -z "$TAG" ]; then
         done
     done
     NBC_PROGRESS_THREAD=1 suite "mpi_badargs NBC_PROGRESS_THREAD=1" $MPIEXEC -n 2 "$BUILD/tests/mpi_badargs"
-    # the network path: MPICH's shared memory off, UCX on TCP over loopback only (why PUT is
-    # off: tests/hosts.sh, which then runs the tests across network namespaces)
-    tcp="env MPIR_CVAR_NOLOCAL=1 UCX_TLS=tcp UCX_NET_DEVICES=lo UCX_TCP_PUT_ENABLE=n"
+    # the network path: MPICH's shared memory off, UCX on TCP over loopback (tests/tcp.sh), then
+    # across network namespaces (tests/hosts.sh)
+    tcp="sh tests/tcp.sh"
     for p in 2 4 5; do
         suite "mpi_allreduce tcp p=$p" $tcp $MPIEXEC -n "$p" "$BUILD/tests/mpi_allreduce"
         suite "mpi_total_reduce tcp p=$p" $tcp $MPIEXEC -n "$p" "$BUILD/tests/mpi_total_reduce" \
