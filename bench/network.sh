@@ -5,10 +5,14 @@
 # predicts the same with the calibrated model.
 #
 #   sh bench/network.sh [--settings "none rate=1gbit"] [--ps "2 4 8"] [--sizes "8 65536 1048576"]
+#   sh bench/network.sh --table [--settings ...] [--ps ...] [--sizes ...]   (tabulate only)
+#
+# --columns LIST: the schedules that get a column in the tables (all of them are in network.csv).
 #
 # A setting is "none" or comma-separated rate=R / delay=D (tests/hosts.sh's --rate, --delay).
 # Writes into bench/results/network/: model-SETTING.txt (the calibration), SETTING-pP-BYTES.csv
-# (bench's rows), network.csv (setting,p,bytes,schedule,predicted_us,measured_us,ratio), and
+# (bench's rows), network.csv (setting,p,bytes,schedule,predicted_us,measured_us,ratio,best_us:
+# the median of the batches and the fastest batch), and
 # prints a Markdown table per setting. Needs root (network namespaces), like tests/hosts.sh,
 # and `make all build/bench/bench` first.
 BUILD=${BUILD:-build}
@@ -17,12 +21,16 @@ settings="none rate=1gbit"
 ps="2 4 8"
 sizes="8 65536 1048576 16777216"
 measure=
+table=
+columns="binomial recursive_doubling ring rabenseifner"
 while [ $# -gt 0 ]; do
     case $1 in
     --settings) settings=$2; shift 2 ;;
     --ps) ps=$2; shift 2 ;;
     --sizes) sizes=$2; shift 2 ;;
     --measure) measure=$2; shift 2 ;; # internal: SETTING:P, run under tests/hosts.sh
+    --table) table=1; shift ;;
+    --columns) columns=$2; shift 2 ;;
     *) echo "usage: sh bench/network.sh [--settings LIST] [--ps LIST] [--sizes LIST]" >&2; exit 2 ;;
     esac
 done
@@ -38,12 +46,11 @@ if [ -n "$measure" ]; then
     for b in $sizes; do
         reps=5
         [ "$b" -ge 1048576 ] && reps=3
-        # rank 0 has written the CSV before MPI_Finalize, which may hang over TCP (tests/tcp.sh):
-        # a run stopped there still counts when its CSV has every variant
-        BUILD=$BUILD UCX_NET_DEVICES=nbc0 TCP_TRIES=1 TCP_IDLE=15 sh tests/tcp.sh "$NBC_HOSTS_MPIEXEC" -n "$p" -ppn 1 \
-            "$BUILD/bench/bench" --min "$b" --max "$b" --reps "$reps" --batch 0.002 --schedules "$schedules" \
-            --csv "$out/$s-p$p-$b.csv" > "$out/$s-p$p-$b.txt" 2>&1
-        [ "$(grep -c ",$b," "$out/$s-p$p-$b.csv" 2> /dev/null)" -ge 12 ] ||
+        # one attempt, never stopped for quiet output (a size is printed when it is done)
+        BUILD=$BUILD UCX_NET_DEVICES=nbc0 TCP_TRIES=1 TCP_IDLE=900 TCP_LIMIT=900 sh tests/tcp.sh "$NBC_HOSTS_MPIEXEC" \
+            -n "$p" -ppn 1 "$BUILD/bench/bench" --min "$b" --max "$b" --reps "$reps" --batch 0.002 \
+            --schedules "$schedules" --csv "$out/$s-p$p-$b.csv" > "$out/$s-p$p-$b.txt" 2>&1
+        grep -q ",MPI_Allreduce," "$out/$s-p$p-$b.csv" 2> /dev/null ||
             echo "network.sh: bench failed for $s p=$p $b B (see $out/$s-p$p-$b.txt)" >&2
     done
     exit 0
@@ -54,7 +61,7 @@ hosts_opts() { # SETTING: tests/hosts.sh's options for it
     echo "$1" | tr ',' '\n' | sed 's/^\([a-z]*\)=/--\1 /' | tr '\n' ' '
 }
 
-for s in $settings; do
+[ -z "$table" ] && for s in $settings; do
     # shellcheck disable=SC2046
     # shellcheck disable=SC2016
     sh tests/hosts.sh --hosts 2 $(hosts_opts "$s") -- sh -c 'BUILD=$1 UCX_NET_DEVICES=nbc0 TCP_TRIES=1 TCP_IDLE=15 \
@@ -64,16 +71,19 @@ for s in $settings; do
         exit 1
     }
     echo "$s: $(grep '^alpha=' "$out/model-$s.txt")" >&2
+    # the machine's other work shows in every time: its load goes with the results
+    echo "$s: load average $(cut -d ' ' -f 1-3 /proc/loadavg) at $(date -u '+%H:%M UTC') before, on $(nproc) cores" >> "$out/load.txt"
     for p in $ps; do
         # shellcheck disable=SC2046
         sh tests/hosts.sh --hosts "$p" $(hosts_opts "$s") -- sh bench/network.sh --measure "$s:$p" --sizes "$sizes" ||
             exit 1
     done
+    echo "$s: load average $(cut -d ' ' -f 1-3 /proc/loadavg) at $(date -u '+%H:%M UTC') after" >> "$out/load.txt"
 done
 
 # Prediction next to measurement: bench names a forced schedule nbc_NAME, NAME without its
 # "allreduce_"; the median of the batches is the measurement.
-echo "setting,p,bytes,schedule,predicted_us,measured_us,ratio" > "$out/network.csv"
+echo "setting,p,bytes,schedule,predicted_us,measured_us,ratio,best_us" > "$out/network.csv"
 for s in $settings; do
     model=$(grep '^alpha=' "$out/model-$s.txt")
     for p in $ps; do
@@ -81,28 +91,30 @@ for s in $settings; do
             [ -f "$out/$s-p$p-$b.csv" ] || continue
             for name in $(echo "$schedules" | tr ',' ' '); do
                 meas=$(awk -F, -v v="nbc_${name#allreduce_}" '$3 == v && $14 == 1 { print $4 }' "$out/$s-p$p-$b.csv")
+                best=$(awk -F, -v v="nbc_${name#allreduce_}" '$3 == v && $14 == 1 { print $7 }' "$out/$s-p$p-$b.csv")
                 pred=$("$BINDIR/nbcc" simulate "$name" --p "$p" --bytes "$b" --type double --model "$model" 2> /dev/null |
                     awk '$1 == "time:" { printf "%.3f", $2 * 1e6 }')
                 [ -n "$meas" ] && [ -n "$pred" ] || continue
-                echo "$s,$p,$b,$name,$pred,$meas,$(awk -v m="$meas" -v q="$pred" 'BEGIN { printf "%.2f", m / q }')"
+                echo "$s,$p,$b,$name,$pred,$meas,$(awk -v m="$meas" -v q="$pred" 'BEGIN { printf "%.2f", m / q }'),$best"
             done
         done
     done
 done >> "$out/network.csv"
 
-# One Markdown table per setting: a row per p and size; per schedule "predicted / measured";
-# the model's pick (and its measured time over the fastest one's) and the fastest measured.
+# One Markdown table per setting: a row per p and size; per schedule of --columns "predicted /
+# measured median / fastest batch"; the model's pick among all schedules (and its measured
+# median over the fastest median) and the fastest measured.
 for s in $settings; do
     echo
     echo "$s ($(grep '^alpha=' "$out/model-$s.txt")):"
     echo
-    awk -F, -v s="$s" '
+    awk -F, -v s="$s" -v columns="$columns" '
+        BEGIN { nn = split(columns, names, " ") }
         NR > 1 && $1 == s {
             key = $2 "," $3
             if (!(key in seen)) { seen[key] = 1; keys[++nk] = key }
             name = $4; sub(/^allreduce_/, "", name)
-            if (!(name in known)) { known[name] = 1; names[++nn] = name }
-            cell[key, name] = sprintf("%s / %s", fmt($5), fmt($6)); meas[key, name] = $6
+            cell[key, name] = sprintf("%s / %s / %s", fmt($5), fmt($6), fmt($8)); meas[key, name] = $6
             if (!(key in bp) || $5 < bp[key]) { bp[key] = $5; bpn[key] = name }
             if (!(key in bm) || $6 < bm[key]) { bm[key] = $6; bmn[key] = name }
         }
@@ -115,7 +127,6 @@ for s in $settings; do
                 split(keys[k], pb, ",")
                 printf "| %d | %s |", pb[1], size(pb[2])
                 for (i = 1; i <= nn; i++) printf " %s |", ((keys[k], names[i]) in cell) ? cell[keys[k], names[i]] : "-"
-                # what following the model costs: its pick, measured, over the fastest
                 printf " %s (%.2fx) | %s |\n", bpn[keys[k]], meas[keys[k], bpn[keys[k]]] / bm[keys[k]], bmn[keys[k]]
             }
         }' "$out/network.csv"
