@@ -5,7 +5,8 @@ layer order (the order of model.parameters(), which the forward pass uses first 
     python3 bench/training/sizes.py resnet50 > bench/training/resnet50.sizes
     python3 bench/training/sizes.py bert_base > bench/training/bert_base.sizes
 
-Needs Debian's python3-torchvision (and python3-torch). Nothing is downloaded: ResNet-50 is
+Needs Debian's python3-torchvision (and python3-torch), run by Debian's own python3 (another
+Python first in PATH does not see them). Nothing is downloaded: ResNet-50 is
 torchvision's own model built with weights=None. BERT-base is built here from torch.nn modules
 after its published architecture (vocabulary 30522, hidden 768, 12 layers of 12 heads,
 intermediate 3072, 512 positions, 2 token types, LayerNorms, pooler), with the parameters in
