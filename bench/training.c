@@ -12,23 +12,25 @@
  * nbc_progress calls; needs MPI_THREAD_MULTIPLE for the whole run).
  *
  *   mpiexec -n P training [options] MODEL.sizes ...
- *     --iters N (10) --warmup N (2) --scale X (1) --forward X (0.5) --jitter X (0.1)
+ *     --iters N (10) --warmup N (2) --scale X (1) --backward-ms MS --forward X (0.5) --jitter X (0.1)
  *     --window K (4) --poll-us US (50) --seed S (1) --bucket-mib M (25) --first-bucket-mib M (1)
  *     --fusion-mib M (64) --cycle-ms MS (1) --thread --csv FILE --dat FILE
  *
  * A .sizes file (bench/training/sizes.py) has one tensor's element count a line, layer order.
  * Backward: gradients are produced last layer first, each by a pass that writes its values and
  * then a calibrated busy loop, together taking time proportional to its size; the backward pass
- * takes --scale times MPICH's MPI_Allreduce of all gradients at once (measured at start). Each
+ * takes --scale times MPICH's MPI_Allreduce of all gradients at once (measured at start), or
+ * --backward-ms. Each
  * tensor's time is multiplied by 1 ± jitter (uniform, per rank), and each window of K
  * consecutive layers is produced in an order shuffled differently on each rank. Communication is
  * driven every --poll-us of computation (nbc_progress, MPI_Test, Horovod's next step). Forward:
  * layers first to last, each waiting for its reduced gradient, then reading it (checking every
  * element: the values are small integers, so sums are exact) and computing --forward times as
  * long as backward did for it. Exposed communication = time spent waiting, in the forward pass
- * and after the backward pass. Iterations of the variants are interleaved, each after a barrier,
- * and an iteration's figures are its slowest rank's; rank 0 prints medians and ratios to the
- * best MPI variant (mpi_tensor, ddp_buckets, horovod, allreduce). */
+ * and after the backward pass. A round runs every variant once, in a shuffled order, each after a
+ * barrier; an iteration's figures are its slowest rank's. Rank 0 prints medians over the rounds
+ * and the ratio of each round's time to the best MPI variant's (mpi_tensor, ddp_buckets,
+ * horovod, allreduce; best by median) in the same round, which cancels load that drifts. */
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,10 +43,10 @@
 
 static struct {
     int iters, warmup, window, thread;
-    double scale, forward, jitter, poll_us, bucket_mib, first_bucket_mib, fusion_mib, cycle_ms;
+    double backward_ms, scale, forward, jitter, poll_us, bucket_mib, first_bucket_mib, fusion_mib, cycle_ms;
     unsigned long seed;
     const char *csv, *dat;
-} opt = {10, 2, 4, 0, 1.0, 0.5, 0.1, 50, 25, 1, 64, 1, 1, NULL, NULL};
+} opt = {10, 2, 4, 0, 0, 1.0, 0.5, 0.1, 50, 25, 1, 64, 1, 1, NULL, NULL};
 
 static int rank, nprocs;
 
@@ -491,7 +493,8 @@ static void run_model(const char *path, FILE *csv, FILE *dat)
     }
     MPI_Allreduce(MPI_IN_PLACE, t_all, 5, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     double allreduce_us = summarize(t_all, 5).median;
-    us_per_elem = opt.scale * allreduce_us / (double)total;
+    double backward_us = opt.backward_ms > 0 ? 1e3 * opt.backward_ms : opt.scale * allreduce_us;
+    us_per_elem = backward_us / (double)total;
 
     nreq = malloc(sizeof *nreq * (size_t)n);
     for (int i = 0; i < n; i++) {
@@ -512,20 +515,31 @@ static void run_model(const char *path, FILE *csv, FILE *dat)
     if (rank == 0) {
         printf("# %s: %d tensors, %lld parameters (%.1f MiB), p = %d; %d buckets for DDP\n", model_name, n,
                (long long)total, (double)total * 4 / 1048576, nprocs, nbuckets);
-        printf("# MPI_Allreduce of everything %.1f ms; backward %.1f ms (scale %g), forward %.1f ms; jitter %g, "
-               "window %d, poll every %g us; %d timed iterations after %d warm-up\n",
-               allreduce_us * 1e-3, opt.scale * allreduce_us * 1e-3, opt.scale, opt.forward * opt.scale * allreduce_us * 1e-3,
-               opt.jitter, opt.window, opt.poll_us, opt.iters, opt.warmup);
+        printf("# MPI_Allreduce of everything %.1f ms; backward %.1f ms (%s), forward %.1f ms; jitter %g, window %d, "
+               "poll every %g us; %d timed rounds after %d warm-up\n",
+               allreduce_us * 1e-3, backward_us * 1e-3, opt.backward_ms > 0 ? "--backward-ms" : "that times --scale",
+               opt.forward * backward_us * 1e-3, opt.jitter, opt.window, opt.poll_us, opt.iters, opt.warmup);
         fflush(stdout);
     }
     int64_t stamp = 0;
-    for (int it = 0; it < opt.warmup + opt.iters; it++)
-        for (int k = 0; k < nvars; k++) {
+    for (int it = 0; it < opt.warmup + opt.iters; it++) {
+        /* a round: every variant once, in an order shuffled alike on every rank, so that a
+         * load that comes and goes on the machine does not always hit the same one */
+        int perm[16];
+        rng_state = (opt.seed + (uint64_t)it) * 0x9e3779b97f4a7c15ull | 1;
+        for (int k = 0; k < nvars; k++) perm[k] = k;
+        for (int k = nvars - 1; k > 0; k--) {
+            int j = (int)(uniform() * (k + 1)), x = perm[k];
+            perm[k] = perm[j], perm[j] = x;
+        }
+        for (int q = 0; q < nvars; q++) {
+            int k = perm[q];
             double t[2];
             iteration(&vars[k], it, ++stamp, &t[0], &t[1]);
             MPI_Allreduce(MPI_IN_PLACE, t, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
             if (it >= opt.warmup) vars[k].iter[it - opt.warmup] = t[0], vars[k].exposed[it - opt.warmup] = t[1];
         }
+    }
 
     int best = -1;
     stats si[16], se[16];
@@ -535,20 +549,25 @@ static void run_model(const char *path, FILE *csv, FILE *dat)
         if (vars[k].mpi && (best < 0 || si[k].median < si[best].median)) best = k;
     }
     if (rank == 0) {
-        printf("%-17s %25s %25s %8s %8s  %s\n", "variant", "iteration ms (p25..p75)", "exposed ms (p25..p75)", "ratio",
-               "exp.rat", "result");
-        if (dat) fprintf(dat, "# %s, p = %d: variant iteration_ms exposed_ms (medians)\n", model_name, nprocs);
+        printf("%-17s %25s %25s %25s  %s\n", "variant", "iteration ms (p25..p75)", "exposed ms (p25..p75)",
+               "ratio (p25..p75)", "result");
+        if (dat) fprintf(dat, "# %s, p = %d: variant iteration_ms exposed_ms ratio (medians)\n", model_name, nprocs);
         for (int k = 0; k < nvars; k++) {
-            double ri = si[k].median / si[best].median, re = se[k].median / se[best].median;
-            printf("%-17s %9.1f (%6.1f..%6.1f) %9.1f (%6.1f..%6.1f) %8.3f %8.3f  %s\n", vars[k].name, si[k].median,
-                   si[k].p25, si[k].p75, se[k].median, se[k].p25, se[k].p75, ri, re, vars[k].bad ? "WRONG" : "ok");
+            /* paired: each round's time over the best MPI variant's in the same round */
+            double r[1000];
+            for (int it = 0; it < opt.iters; it++) r[it] = vars[k].iter[it] / vars[best].iter[it];
+            stats sr = summarize(r, opt.iters);
+            printf("%-17s %9.1f (%6.1f..%6.1f) %9.1f (%6.1f..%6.1f) %9.3f (%5.3f..%5.3f)  %s\n", vars[k].name,
+                   si[k].median, si[k].p25, si[k].p75, se[k].median, se[k].p25, se[k].p75, sr.median, sr.p25, sr.p75,
+                   vars[k].bad ? "WRONG" : "ok");
             if (csv)
-                fprintf(csv, "%d,%s,%s,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.4f,%.4f,%d,%d\n", nprocs, model_name,
+                fprintf(csv, "%d,%s,%s,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.4f,%.4f,%.4f,%d,%d\n", nprocs, model_name,
                         vars[k].name, si[k].median, si[k].p25, si[k].p75, si[k].min, si[k].max, se[k].median, se[k].p25,
-                        se[k].p75, ri, re, opt.iters, !vars[k].bad);
-            if (dat) fprintf(dat, "%s %.3f %.3f\n", vars[k].name, si[k].median, se[k].median);
+                        se[k].p75, sr.median, sr.p25, sr.p75, opt.iters, !vars[k].bad);
+            if (dat) fprintf(dat, "%s %.3f %.3f %.4f\n", vars[k].name, si[k].median, se[k].median, sr.median);
         }
-        printf("(ratio: median iteration time over %s's, the best MPI variant; exp.rat: the same for exposed time)\n\n",
+        printf("(ratio: a round's iteration time over %s's in the same round, the best MPI variant by median; "
+               "median and quartiles over rounds)\n\n",
                vars[best].name);
         if (dat) fprintf(dat, "\n\n");
         fflush(stdout);
@@ -574,6 +593,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--warmup")) opt.warmup = atoi(val), i++;
         else if (!strcmp(a, "--window")) opt.window = atoi(val), i++;
         else if (!strcmp(a, "--scale")) opt.scale = atof(val), i++;
+        else if (!strcmp(a, "--backward-ms")) opt.backward_ms = atof(val), i++;
         else if (!strcmp(a, "--forward")) opt.forward = atof(val), i++;
         else if (!strcmp(a, "--jitter")) opt.jitter = atof(val), i++;
         else if (!strcmp(a, "--poll-us")) opt.poll_us = atof(val), i++;
@@ -592,7 +612,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     if (opt.thread && provided < MPI_THREAD_MULTIPLE) die("MPI_THREAD_MULTIPLE is not provided");
     if (first_model == argc || opt.iters < 1 || opt.iters > 1000 || opt.warmup < 0 || opt.window < 1 || opt.poll_us <= 0)
-        die("usage: training [--iters N] [--warmup N] [--scale X] [--forward X] [--jitter X] [--window K] "
+        die("usage: training [--iters N] [--warmup N] [--scale X] [--backward-ms MS] [--forward X] [--jitter X] [--window K] "
             "[--poll-us US] [--seed S] [--bucket-mib M] [--first-bucket-mib M] [--fusion-mib M] [--cycle-ms MS] "
             "[--thread] [--csv FILE] [--dat FILE] MODEL.sizes ...");
     nvars = opt.thread ? 9 : 7;
@@ -601,7 +621,7 @@ int main(int argc, char **argv)
     if (rank == 0 && opt.csv) {
         if (!(csv = fopen(opt.csv, "w"))) die("cannot write %s", opt.csv);
         fprintf(csv, "p,model,variant,iter_ms,iter_p25,iter_p75,iter_min,iter_max,exposed_ms,exposed_p25,exposed_p75,"
-                     "ratio_iter,ratio_exposed,iters,correct\n");
+                     "ratio,ratio_p25,ratio_p75,iters,correct\n");
     }
     if (rank == 0 && opt.dat && !(dat = fopen(opt.dat, "w"))) die("cannot write %s", opt.dat);
     for (int i = first_model; i < argc; i++) run_model(argv[i], csv, dat);

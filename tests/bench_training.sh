@@ -28,7 +28,7 @@ timeout 120 $MPIEXEC -n 2 "$BUILD/bench/training" --iters 1 --warmup 0 --scale 0
     --first-bucket-mib 0.01 --fusion-mib 0.5 --csv "$tmp/t.csv" --dat "$tmp/t.dat" "$tmp/tiny.sizes" > "$tmp/out" 2>&1
 check "runs ($MPIEXEC -n 2, 40 tensors, 1 iteration)" $? "$(tail -n 5 "$tmp/out")"
 
-header="p,model,variant,iter_ms,iter_p25,iter_p75,iter_min,iter_max,exposed_ms,exposed_p25,exposed_p75,ratio_iter,ratio_exposed,iters,correct"
+header="p,model,variant,iter_ms,iter_p25,iter_p75,iter_min,iter_max,exposed_ms,exposed_p25,exposed_p75,ratio,ratio_p25,ratio_p75,iters,correct"
 [ "$(head -n 1 "$tmp/t.csv" 2> /dev/null)" = "$header" ]
 check "CSV header" $? "$(head -n 1 "$tmp/t.csv" 2> /dev/null)"
 
@@ -36,10 +36,10 @@ why=$(awk -F, '
     function bad(msg) { if (!err) err = "line " NR ": " msg }
     NR == 1 { next }
     {
-        if (NF != 15) bad(NF " fields")
+        if (NF != 16) bad(NF " fields")
         if ($1 != 2 || $2 != "tiny") bad("p or model: " $1 " " $2)
         if ($4 + 0 <= 0 || $9 + 0 < 0 || $9 + 0 > $4 + 0) bad("times " $4 " " $9)
-        if ($15 != 1) bad($3 " gave a wrong result")
+        if ($16 != 1) bad($3 " gave a wrong result")
         seen[$3] = 1
     }
     END {
@@ -50,7 +50,7 @@ why=$(awk -F, '
 [ -f "$tmp/t.csv" ] && [ -z "$why" ]
 check "every variant reduced every gradient exactly" $? "$why"
 
-why=$(awk '/^#/ || NF == 0 { next } NF != 3 { print "line " NR; exit } { rows++ } END { if (rows != 7) print rows " rows, want 7" }' "$tmp/t.dat" 2> /dev/null)
+why=$(awk '/^#/ || NF == 0 { next } NF != 4 { print "line " NR; exit } { rows++ } END { if (rows != 7) print rows " rows, want 7" }' "$tmp/t.dat" 2> /dev/null)
 [ -f "$tmp/t.dat" ] && [ -z "$why" ]
 check ".dat for gnuplot well-formed" $? "$why"
 
