@@ -570,7 +570,9 @@ static void run_model(const char *path, FILE *csv, FILE *dat)
     if (rank == 0) {
         printf("%-17s %25s %7s %25s %25s  %s\n", "variant", "iteration ms (p25..p75)", "min", "exposed ms (p25..p75)",
                "ratio (p25..p75)", "result");
-        if (dat) fprintf(dat, "# %s, p = %d: variant iteration_ms exposed_ms ratio (medians)\n", model_name, nprocs);
+        if (dat)
+            fprintf(dat, "# %s, p = %d: variant iteration_ms exposed_ms (medians) ratio ratio_p25 ratio_p75\n",
+                    model_name, nprocs);
         for (int k = 0; k < nvars; k++) {
             /* paired: each round's time over the best MPI variant's in the same round */
             double r[1000];
@@ -583,7 +585,9 @@ static void run_model(const char *path, FILE *csv, FILE *dat)
                 fprintf(csv, "%d,%s,%s,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.4f,%.4f,%.4f,%d,%d\n", nprocs, model_name,
                         vars[k].name, si[k].median, si[k].p25, si[k].p75, si[k].min, si[k].max, se[k].median, se[k].p25,
                         se[k].p75, sr.median, sr.p25, sr.p75, opt.iters, !vars[k].bad);
-            if (dat) fprintf(dat, "%s %.3f %.3f %.4f\n", vars[k].name, si[k].median, se[k].median, sr.median);
+            if (dat)
+                fprintf(dat, "%s %.3f %.3f %.4f %.4f %.4f\n", vars[k].name, si[k].median, se[k].median, sr.median,
+                        sr.p25, sr.p75);
         }
         printf("(ratio: a round's iteration time over %s's in the same round, the best MPI variant; median and "
                "quartiles over rounds)\n\n",

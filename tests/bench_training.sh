@@ -50,7 +50,7 @@ why=$(awk -F, '
 [ -f "$tmp/t.csv" ] && [ -z "$why" ]
 check "every variant reduced every gradient exactly" $? "$why"
 
-why=$(awk '/^#/ || NF == 0 { next } NF != 4 { print "line " NR; exit } { rows++ } END { if (rows != 7) print rows " rows, want 7" }' "$tmp/t.dat" 2> /dev/null)
+why=$(awk '/^#/ || NF == 0 { next } NF != 6 { print "line " NR; exit } { rows++ } END { if (rows != 7) print rows " rows, want 7" }' "$tmp/t.dat" 2> /dev/null)
 [ -f "$tmp/t.dat" ] && [ -z "$why" ]
 check ".dat for gnuplot well-formed" $? "$why"
 
