@@ -14,7 +14,7 @@
  *   mpiexec -n P training [options] MODEL.sizes ...
  *     --iters N (10) --warmup N (2) --scale X (1) --backward-ms MS --forward X (0.5) --jitter X (0.1)
  *     --window K (4) --poll-us US (50) --seed S (1) --bucket-mib M (25) --first-bucket-mib M (1)
- *     --fusion-mib M (64) --cycle-ms MS (1) --thread --csv FILE --dat FILE
+ *     --fusion-mib M (64) --cycle-ms MS (1) --thread --variants NAME,NAME,... --csv FILE --dat FILE
  *
  * A .sizes file (bench/training/sizes.py) has one tensor's element count a line, layer order.
  * Backward: gradients are produced last layer first, each by a pass that writes its values and
@@ -46,8 +46,8 @@ static struct {
     int iters, warmup, window, thread;
     double backward_ms, scale, forward, jitter, poll_us, bucket_mib, first_bucket_mib, fusion_mib, cycle_ms;
     unsigned long seed;
-    const char *csv, *dat;
-} opt = {10, 2, 4, 0, 0, 1.0, 0.5, 0.1, 50, 25, 1, 64, 1, 1, NULL, NULL};
+    const char *csv, *dat, *variants;
+} opt = {10, 2, 4, 0, 0, 1.0, 0.5, 0.1, 50, 25, 1, 64, 1, 1, NULL, NULL, NULL};
 
 static int rank, nprocs;
 
@@ -195,7 +195,6 @@ static variant vars[] = {
     {"nbc_equal_thread", NBC, 0, 1, 0, {0}, {0}, 0},
 };
 static int nvars;
-enum { MPI_FIRST = 2 }; /* vars[2 .. 5] are MPI's */
 
 /* nbc: one persistent request per tensor, made in layer order on every rank */
 static nbc_request *nreq;
@@ -556,14 +555,15 @@ static void run_model(const char *path, FILE *csv, FILE *dat)
 
     /* the best MPI variant: the smallest median of per-round ratios to the first MPI variant
      * (on a loaded machine medians of times taken in different rounds are not comparable) */
-    int best = -1;
+    int best = -1, ref = 0;
     double best_ratio = 0;
+    while (!vars[ref].mpi) ref++;
     stats si[16], se[16];
     for (int k = 0; k < nvars; k++) {
         MPI_Allreduce(MPI_IN_PLACE, &vars[k].bad, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
         si[k] = summarize(vars[k].iter, opt.iters), se[k] = summarize(vars[k].exposed, opt.iters);
         double r[1000];
-        for (int it = 0; it < opt.iters; it++) r[it] = vars[k].iter[it] / vars[MPI_FIRST].iter[it];
+        for (int it = 0; it < opt.iters; it++) r[it] = vars[k].iter[it] / vars[ref].iter[it];
         double m = summarize(r, opt.iters).median;
         if (vars[k].mpi && (best < 0 || m < best_ratio)) best = k, best_ratio = m;
     }
@@ -627,6 +627,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--cycle-ms")) opt.cycle_ms = atof(val), i++;
         else if (!strcmp(a, "--csv")) opt.csv = val, i++;
         else if (!strcmp(a, "--dat")) opt.dat = val, i++;
+        else if (!strcmp(a, "--variants")) opt.variants = val, i++;
         else { fprintf(stderr, "training: unknown option %s\n", a); return 2; }
     }
     int provided;
@@ -637,8 +638,22 @@ int main(int argc, char **argv)
     if (first_model == argc || opt.iters < 1 || opt.iters > 1000 || opt.warmup < 0 || opt.window < 1 || opt.poll_us <= 0)
         die("usage: training [--iters N] [--warmup N] [--scale X] [--backward-ms MS] [--forward X] [--jitter X] [--window K] "
             "[--poll-us US] [--seed S] [--bucket-mib M] [--first-bucket-mib M] [--fusion-mib M] [--cycle-ms MS] "
-            "[--thread] [--csv FILE] [--dat FILE] MODEL.sizes ...");
+            "[--thread] [--variants NAME,...] [--csv FILE] [--dat FILE] MODEL.sizes ...");
     nvars = opt.thread ? 9 : 7;
+    if (opt.variants) { /* keep only those named, in their usual order */
+        int kept = 0;
+        char list[256];
+        snprintf(list, sizeof list, ",%s,", opt.variants);
+        for (int k = 0; k < nvars; k++) {
+            char name[40];
+            snprintf(name, sizeof name, ",%s,", vars[k].name);
+            if (strstr(list, name)) vars[kept++] = vars[k];
+        }
+        nvars = kept;
+    }
+    int mpi_variants = 0;
+    for (int k = 0; k < nvars; k++) mpi_variants += vars[k].mpi;
+    if (!mpi_variants) die("--variants must name at least one MPI variant (mpi_tensor, ddp_buckets, horovod, allreduce)");
 
     FILE *csv = NULL, *dat = NULL;
     if (rank == 0 && opt.csv) {
