@@ -182,6 +182,13 @@ P ?= 2
 bench: all $(BENCH_PROGS) $(call DEPS,bench-deps)
 	sh bench/run.sh $(BINDIR) $(BUILD) $(P)
 
+# The training-step benchmark (bench/training.c, docs/total-reduce.md): every way of reducing
+# ResNet-50's and BERT-base's gradients in one run, at P processes (make bench-training P=4).
+# TRAINING_ARGS adds options to bench/training.
+.PHONY: bench-training
+bench-training: $(BUILD)/bench/training $(BUILD)/.bench-deps
+	sh bench/training.sh $(BUILD) $(P)
+
 $(BUILD)/.bench-deps: tools/install-deps.sh
 	@mkdir -p $(BUILD)
 	@sh tools/install-deps.sh $(BENCH_PACKAGES)

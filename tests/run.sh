@@ -128,6 +128,7 @@ fi
 # the benchmark runs and writes a well-formed CSV; the libraries export only nbc.h (plain build
 # only: these link without sanitizers)
 [ -z "$TAG" ] && suite "bench" sh tests/bench.sh "$BINDIR" "$BUILD"
+[ -z "$TAG" ] && suite "bench_training" sh tests/bench_training.sh "$BUILD"
 [ -z "$TAG" ] && suite "exports" sh tests/exports.sh "$BUILD"
 
 # nbcc verify/simulate/draw, and the seeded faults they must catch
