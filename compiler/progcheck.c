@@ -99,7 +99,7 @@ static int cross(const access *x, const access *y)
     return x->slot == y->slot && x->lo < y->hi && y->lo < x->hi;
 }
 
-static __attribute__((format(printf, 4, 5))) int fault(prog_fault *f, uint32_t pc, uint32_t other, const char *fmt, ...)
+int prog_fault_at(prog_fault *f, uint32_t pc, uint32_t other, const char *fmt, ...)
 {
     f->pc = pc;
     f->other = other;
@@ -117,30 +117,30 @@ static int check_insn(const nbc_program *prog, uint32_t pc, int64_t p, const uin
     const nbc_insn *in = &prog_insns(prog)[pc];
     const char *op = prog_opcode_name(in->op);
     uint64_t es = prog->esize;
-    if (in->op >= OP_COUNT_) return fault(f, pc, UINT32_MAX, "unknown opcode %u", in->op);
-    if (in->len == 0) return fault(f, pc, UINT32_MAX, "%s of zero length (programs never hold those)", op);
+    if (in->op >= OP_COUNT_) return prog_fault_at(f, pc, UINT32_MAX, "unknown opcode %u", in->op);
+    if (in->len == 0) return prog_fault_at(f, pc, UINT32_MAX, "%s of zero length (programs never hold those)", op);
     int two = in->op >= OP_COPY; /* COPY, REDUCE and COMBINE read a second buffer */
     int nops = in->op == OP_COMBINE ? 3 : 1 + two;
     const uint8_t slots[3] = {in->a_slot, in->b_slot, in->c_slot};
     const uint64_t offs[3] = {in->a_off, in->b_off, in->c_off};
     for (int k = 0; k < nops; k++) {
-        if (slots[k] >= nslots) return fault(f, pc, UINT32_MAX, "%s names buffer slot %u, which does not exist", op, slots[k]);
+        if (slots[k] >= nslots) return prog_fault_at(f, pc, UINT32_MAX, "%s names buffer slot %u, which does not exist", op, slots[k]);
         if (offs[k] % es || in->len % es)
-            return fault(f, pc, UINT32_MAX, "%s at byte %" PRIu64 ", %" PRIu64 " bytes long, is not aligned to the %" PRIu64 "-byte elements",
+            return prog_fault_at(f, pc, UINT32_MAX, "%s at byte %" PRIu64 ", %" PRIu64 " bytes long, is not aligned to the %" PRIu64 "-byte elements",
                          op, offs[k], in->len, es);
         if (offs[k] > slot_bytes[slots[k]] || in->len > slot_bytes[slots[k]] - offs[k])
-            return fault(f, pc, UINT32_MAX, "%s %s bytes [%" PRIu64 ", %" PRIu64 ") of %s, which is %" PRIu64 " bytes long", op,
+            return prog_fault_at(f, pc, UINT32_MAX, "%s %s bytes [%" PRIu64 ", %" PRIu64 ") of %s, which is %" PRIu64 " bytes long", op,
                          (k == 0 && in->op != OP_SEND) ? "writes" : "reads", offs[k], offs[k] + in->len,
                          prog_buffer_name(slots[k], name[k], sizeof name[k]), slot_bytes[slots[k]]);
     }
     if (!two && (in->peer < 0 || in->peer >= p))
-        return fault(f, pc, UINT32_MAX, "%s names peer %d, outside 0..%" PRId64, op, in->peer, p - 1);
+        return prog_fault_at(f, pc, UINT32_MAX, "%s names peer %d, outside 0..%" PRId64, op, in->peer, p - 1);
     /* memcpy and the kernels need disjoint operands; a copy onto itself is merely useless */
     int same = in->a_slot == in->b_slot && in->a_off < in->b_off + in->len && in->b_off < in->a_off + in->len;
     if (in->op == OP_COMBINE)
         same |= in->a_slot == in->c_slot && in->a_off < in->c_off + in->len && in->c_off < in->a_off + in->len;
     if (two && same && !(in->op == OP_COPY && in->a_off == in->b_off))
-        return fault(f, pc, UINT32_MAX, "%s reads and writes overlapping bytes of %s", op, prog_buffer_name(in->a_slot, name[0], sizeof name[0]));
+        return prog_fault_at(f, pc, UINT32_MAX, "%s reads and writes overlapping bytes of %s", op, prog_buffer_name(in->a_slot, name[0], sizeof name[0]));
     return 0;
 }
 
@@ -161,7 +161,7 @@ static int race(const nbc_program *prog, uint32_t first, uint32_t pc, const acce
     uint32_t other = culprit(prog, first, pc, a, writes);
     const nbc_insn *o = &prog_insns(prog)[other < prog->ninsns ? other : pc];
     char name[24];
-    fault(f, pc, other,
+    prog_fault_at(f, pc, other,
           "race within the round: %s %s bytes [%" PRIu64 ", %" PRIu64 ") of %s while the %s at pc %u, posted earlier in the round, may still be %s them",
           prog_opcode_name(prog_insns(prog)[pc].op), writes ? "writes" : "reads", a->lo, a->hi,
           prog_buffer_name(a->slot, name, sizeof name), prog_opcode_name(o->op), other, o->op == OP_SEND ? "reading" : "writing");
@@ -173,7 +173,7 @@ int prog_check(const nbc_program *prog, int64_t p, const uint64_t *slot_bytes, i
 {
     const uint32_t *rounds = prog_rounds(prog);
     if (rounds[0] != 0 || rounds[prog->nrounds] != prog->ninsns)
-        return fault(f, 0, UINT32_MAX, "round table does not cover the %u instructions", prog->ninsns);
+        return prog_fault_at(f, 0, UINT32_MAX, "round table does not cover the %u instructions", prog->ninsns);
     for (uint32_t pc = 0; pc < prog->ninsns; pc++)
         if (check_insn(prog, pc, p, slot_bytes, nslots, f)) return 1;
 
@@ -181,7 +181,7 @@ int prog_check(const nbc_program *prog, int64_t p, const uint64_t *slot_bytes, i
     int rc = 0;
     for (uint32_t r = 0; r < prog->nrounds && rc == 0; r++) {
         if (rounds[r + 1] < rounds[r]) {
-            rc = fault(f, rounds[r], UINT32_MAX, "round %u ends before it starts", r);
+            rc = prog_fault_at(f, rounds[r], UINT32_MAX, "round %u ends before it starts", r);
             break;
         }
         for (int s = 0; s < nslots; s++) reading[s].n = writing[s].n = 0;

@@ -25,44 +25,37 @@ int prog_slot_bytes(const nbc_program *prog, nbc_collective c, const compile_arg
     return SLOT_EXTRA + (int)nbufs - 1;
 }
 
-static __attribute__((format(printf, 3, 4))) int bad(prog_fault *f, uint32_t pc, const char *fmt, ...)
-{
-    f->pc = pc;
-    f->other = UINT32_MAX;
-    f->race = 0;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(f->msg, sizeof f->msg, fmt, ap);
-    va_end(ap);
-    return 1;
-}
+/* A fault of the program as a whole or of one instruction, not a race. */
+#define BAD(pc, ...) prog_fault_at(f, pc, UINT32_MAX, __VA_ARGS__)
 
 /* What prog_check takes for granted: the header and the round table. */
 static int well_formed(const nbc_program *prog, const compile_args *a, prog_fault *f)
 {
     if (prog->bytes != prog_size(prog->ninsns, prog->nrounds))
-        return bad(f, 0, "the header says %" PRIu64 " bytes, but %u instructions in %u rounds take %zu", prog->bytes,
+        return BAD(0, "the header says %" PRIu64 " bytes, but %u instructions in %u rounds take %zu", prog->bytes,
                    prog->ninsns, prog->nrounds, prog_size(prog->ninsns, prog->nrounds));
-    if (!memchr(prog->name, '\0', sizeof prog->name)) return bad(f, 0, "the name is not terminated");
+    if (!memchr(prog->name, '\0', sizeof prog->name)) return BAD(0, "the name is not terminated");
     if (prog->esize == 0 || prog->esize != (uint64_t)a->esize)
-        return bad(f, 0, "compiled for %u-byte elements, called with %lld", prog->esize, (long long)a->esize);
+        return BAD(0, "compiled for %u-byte elements, called with %lld", prog->esize, (long long)a->esize);
     if (prog->scratch % prog->esize || prog->scratch > COMPILE_MAX_BYTES * 2)
-        return bad(f, 0, "scratch of %" PRIu64 " bytes", prog->scratch);
-    if (prog->max_round_comms > INT_MAX) return bad(f, 0, "%u messages in a round", prog->max_round_comms);
+        return BAD(0, "scratch of %" PRIu64 " bytes", prog->scratch);
+    if (prog->max_round_comms > INT_MAX) return BAD(0, "%u messages in a round", prog->max_round_comms);
     const uint32_t *rounds = prog_rounds(prog);
     if (rounds[0] != 0 || rounds[prog->nrounds] != prog->ninsns)
-        return bad(f, 0, "the round table does not cover the %u instructions", prog->ninsns);
+        return BAD(0, "the round table does not cover the %u instructions", prog->ninsns);
     const nbc_insn *in = prog_insns(prog);
     for (uint32_t r = 0; r < prog->nrounds; r++) {
-        if (rounds[r + 1] <= rounds[r]) return bad(f, rounds[r], "round %u is empty or ends before it starts", r);
+        if (rounds[r + 1] <= rounds[r]) return BAD(rounds[r], "round %u is empty or ends before it starts", r);
         uint32_t comms = 0;
         for (uint32_t pc = rounds[r]; pc < rounds[r + 1]; pc++) {
             comms += in[pc].op == OP_SEND || in[pc].op == OP_RECV;
             /* the interpreter passes len / esize to MPI as an int */
-            if (in[pc].len / prog->esize > INT_MAX) return bad(f, pc, "%" PRIu64 " bytes are more elements than an int counts", in[pc].len);
+            if (in[pc].len / prog->esize > INT_MAX)
+                return BAD(pc, "%" PRIu64 " bytes are more elements than an int counts", in[pc].len);
         }
         if (comms > prog->max_round_comms)
-            return bad(f, rounds[r], "round %u posts %u messages, but the program provides for %u", r, comms, prog->max_round_comms);
+            return BAD(rounds[r], "round %u posts %u messages, but the program provides for %u", r, comms,
+                       prog->max_round_comms);
     }
     return 0;
 }
