@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "nbc.h"
+#include "stats.h"
 
 enum { NBC, MPI_NB, MPI_BLOCKING };
 typedef struct {
@@ -118,23 +119,6 @@ static double batch(const variant *v, int n, int iters)
     for (int i = 0; i < iters; i++)
         if (one_call(v, n) != MPI_SUCCESS) die("a timed call failed");
     return (MPI_Wtime() - t0) / iters;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-typedef struct {
-    double min, p25, median, p75, max;
-} stats;
-
-static stats summarize(double *t, int n)
-{
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    stats s = {t[0], t[n / 4], n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2, t[(3 * n) / 4], t[n - 1]};
-    return s;
 }
 
 /* ---- computation for the overlap test: dependent arithmetic, no memory traffic ---- */

@@ -41,6 +41,7 @@
 #include <time.h>
 
 #include "nbc.h"
+#include "stats.h"
 
 static struct {
     int iters, warmup, window, thread;
@@ -466,25 +467,6 @@ static void iteration(variant *v, int it, int64_t stamp, double *t_iter, double 
 }
 
 /* ---- statistics and output ---- */
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-typedef struct {
-    double min, p25, median, p75, max;
-} stats;
-
-static stats summarize(const double *t0, int k)
-{
-    double t[1000];
-    memcpy(t, t0, sizeof *t * (size_t)k);
-    qsort(t, (size_t)k, sizeof *t, cmp_double);
-    stats s = {t[0], t[k / 4], k % 2 ? t[k / 2] : (t[k / 2 - 1] + t[k / 2]) / 2, t[(3 * k) / 4], t[k - 1]};
-    return s;
-}
 
 static void run_model(const char *path, FILE *csv, FILE *dat)
 {
