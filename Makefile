@@ -131,10 +131,12 @@ $(SHARED): $(LIB_OBJ) $(EXPORTS)
 	$(CC) -shared -Wl,-soname,libnbc.so.0 -Wl,--version-script=$(BUILD)/lib/libnbc.map -o $@ $(LIB_OBJ) $(LDLIBS)
 	ln -sf libnbc.so $(BUILD)/lib/libnbc.so.0
 
-NBCC_SRC := tools/nbcc.c tools/nbcc_select.c tools/nbcc_failures.c
-$(NBCC): $(NBCC_SRC) $(INTERNAL)
+# nbcc: one file per subcommand (tools/nbcc/); it includes the library's headers by name.
+NBCC_SRC := $(sort $(wildcard tools/nbcc/*.c))
+NBCC_INC := -Idsl -Icompiler -Ianalysis -Iinterp -Iruntime
+$(NBCC): $(NBCC_SRC) tools/nbcc/nbcc.h $(INTERNAL)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLFLAGS) -MMD -MP $(NBCC_SRC) $(INTERNAL) $(LDLIBS) -o $@
+	$(CC) $(ALLFLAGS) $(NBCC_INC) $(NBCC_SRC) $(INTERNAL) $(LDLIBS) -o $@
 
 $(BINDIR)/%: examples/%.c $(STATIC)
 	@mkdir -p $(dir $@)

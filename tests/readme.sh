@@ -106,7 +106,7 @@ mistake "an unknown command: one line" "^nbcc: unknown command 'frob' (see 'nbcc
 "$nbcc" dump linear --p 2 > "$tmp/out" 2>&1
 grep -q "^schedule allreduce_linear" "$tmp/out"
 check "a short name is an allreduce's first, as NBC_ALLREDUCE takes it" $? "$(head -n 2 "$tmp/out")"
-grep -h 'fprintf(stderr, "nbcc[ :]' tools/nbcc.c tools/nbcc_select.c > "$tmp/out"
+grep -h 'fprintf(stderr, "nbcc[ :]\|fputs("nbcc[ :]' tools/nbcc/*.c > "$tmp/out"
 check "nbcc's messages all go through nbcc_error / nbcc_usage_error" $(($(wc -l < "$tmp/out") != 0)) "$(cat "$tmp/out")"
 
 # ---- the demo: every rank's line, then the summary, which tells the truth ----

@@ -1,16 +1,14 @@
 /* nbcc failures: for each rank f and round k at which f stops, what the survivors hold and
- * what they lack (compiler/failures.h); as text, CSV or an SVG heat map; --compare puts the
+ * what they lack (failures.h); as text, CSV or an SVG heat map; --compare puts the
  * summaries of several allreduce schedules side by side. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../compiler/failmap.h"
-#include "../compiler/failures.h"
-#include "nbcc_failures.h"
-#include "nbcc_select.h"
+#include "failmap.h"
+#include "failures.h"
+#include "nbcc.h"
 
 static const char *const usage =
     "usage: nbcc failures NAME|FILE --p P [--count N] [--rank R] [--round K] [--format text|csv|svg]\n"
@@ -224,42 +222,20 @@ int nbcc_failures(int argc, char **argv)
         fputs(usage, stdout);
         return 0;
     }
-    static const struct option opts[] = {
-        {"p", required_argument, 0, 'p'},      {"count", required_argument, 0, 'c'},  {"rank", required_argument, 0, 'r'},
-        {"round", required_argument, 0, 'k'},  {"format", required_argument, 0, 'f'}, {"type", required_argument, 0, 't'},
-        {"inplace", no_argument, 0, 'i'},      {"schedule", required_argument, 0, 's'}, {"compare", no_argument, 0, 'X'},
-        {0, 0, 0, 0},
-    };
-    compile_args base = {.esize = 4, .commutative = 1};
-    const char *p_text = NULL, *format = "text", *path = NULL, *sname = NULL, *tname;
-    long long count = -1, rank = -1, round = -1;
-    int cmp = 0, esize;
-    optind = 1;
-    for (int c; (c = getopt_long(argc, argv, ":o:", opts, NULL)) != -1;) {
-        switch (c) {
-        case 'p': p_text = optarg; break;
-        case 'c': count = number("--count", optarg); break;
-        case 'r': rank = number("--rank", optarg); break;
-        case 'k': round = number("--round", optarg); break;
-        case 'f': format = optarg; break;
-        case 'o': path = optarg; break;
-        case 'i': base.inplace = 1; break;
-        case 's': sname = optarg; break;
-        case 'X': cmp = 1; break;
-        case 't':
-            if (nbcc_type(optarg, &esize, &tname)) return 2;
-            base.esize = esize;
-            break;
-        default: return nbcc_bad_option(argv, c);
-        }
-    }
+    nbcc_opts o = {.count = -1, .rank = -1, .round = -1, .esize = 4, .tname = "int"};
+    int status = nbcc_options(argc, argv, "p count rank round format type inplace schedule compare o", &o);
+    if (status >= 0) return status;
+    compile_args base = {.esize = o.esize, .commutative = 1, .inplace = o.inplace};
+    const char *p_text = o.p, *format = o.format ? o.format : "text", *path = o.output, *sname = o.schedule;
+    long long count = o.count, rank = o.rank, round = o.round;
+    int cmp = o.compare, rest = o.rest;
     if (strcmp(format, "text") && strcmp(format, "csv") && strcmp(format, "svg")) return nbcc_usage_error("--format is text, csv or svg");
     if (count < -1 || (count >= 0 && count > 1 << 24)) return nbcc_usage_error("--count must be in 0..16777216");
     long long p = 0;
     if (!cmp) {
         char *end = NULL;
         if (p_text) p = strtoll(p_text, &end, 10);
-        if (optind != argc - 1) return nbcc_usage_error("name one schedule or file (or give --compare)");
+        if (rest != argc - 1) return nbcc_usage_error("name one schedule or file (or give --compare)");
         if (!p_text || *end || p < 1 || p > FAIL_MAX_P) return nbcc_usage_error("--p P (1..64) is required");
         if (rank < -1 || round < -1) return nbcc_usage_error("--rank and --round must be >= 0");
         if (!strcmp(format, "svg") && (rank >= 0 || round >= 0)) return nbcc_usage_error("--format svg draws every case: no --rank or --round");
@@ -274,12 +250,12 @@ int nbcc_failures(int argc, char **argv)
     sched_lib *lib = load_builtins();
     int rc;
     if (cmp) {
-        rc = compare(lib, argv + optind, argc - optind, p_text ? p_text : "8,13,64", count, &base, format, out);
+        rc = compare(lib, argv + rest, argc - rest, p_text ? p_text : "8,13,64", count, &base, format, out);
     } else {
         const sched_def *s;
-        int n = find_schedules(lib, argv[optind], sname, &s, 1);
+        int n = find_schedules(lib, argv[rest], sname, &s, 1);
         if (n <= 0) {
-            if (n == 0) complain_missing(argv[optind], sname);
+            if (n == 0) complain_missing(argv[rest], sname);
             rc = 1;
         } else {
             base.p = p;

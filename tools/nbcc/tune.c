@@ -1,45 +1,18 @@
-/* nbcc explain, calibrate and tune: what selection would choose and why; α, β and γ measured
- * on this machine; a tuning file written from measurements. */
-#include "nbcc_select.h"
-
-#include <getopt.h>
-#include <math.h>
+/* nbcc tune: times every allreduce schedule under mpiexec and writes a tuning file that
+ * chooses the fastest at each size (docs/selection.md). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "../interp/reduce.h"
-#include "../runtime/nbc.h"
-#include "../runtime/selection.h"
+#include "nbc.h"
+#include "nbcc.h"
+#include "selection.h"
 
 extern const struct builtin_schedule {
     const char *name, *text;
     size_t len;
 } nbc_default_rules[];
-
-static const char *const usage_explain =
-    "usage: nbcc explain --collective C --p P --count N [--type T] [--op O] [--inplace]\n"
-    "                    [--tuning FILE] [--model alpha=..,beta=..,gamma=..] [--mode rules|model]\n"
-    "\n"
-    "Prints which schedule the library would choose for the call and why, under each mode:\n"
-    "the built-in rules (the rule that matched, and any fallback), the rules extended by a\n"
-    "tuning file (--tuning), and the cost model (every eligible schedule's predicted time).\n"
-    "--mode shows just one of them.\n"
-    "  --collective C  allreduce reduce bcast barrier reduce_scatter allgather allreduce_multi\n"
-    "  --type T        int8 char int16 short int int32 float int64 long double long_double\n"
-    "                  (default double)\n"
-    "  --op O          sum prod min max band bor bxor land lor lxor (commutative), or\n"
-    "                  noncommutative (a user-defined op that is not)\n";
-
-static const char *const usage_calibrate =
-    "usage: mpiexec -n 2 nbcc calibrate [-o FILE]\n"
-    "\n"
-    "Measures α (latency) and β (time per byte) by a ping-pong between ranks 0 and 1 at sizes\n"
-    "from 8 B to 4 MiB (a least-squares fit of the one-way times), and γ (time per byte\n"
-    "reduced) by the library's SUM kernel on doubles. Writes one line\n"
-    "alpha=..,beta=..,gamma=.. to FILE (default: standard output), which NBC_MODEL_FILE and\n"
-    "nbcc explain/simulate --model read.\n";
 
 static const char *const usage_tune =
     "usage: mpiexec -n P nbcc tune [-o FILE] [--append] [--sizes B,B,..] [--reps R]\n"
@@ -55,187 +28,6 @@ static const char *const usage_tune =
     "A warning says when the machine looks busy (load average above the cores, or the built-in\n"
     "choice's timings spread by more than 20%).\n";
 
-/* ---- explain ---- */
-
-int nbcc_explain(int argc, char **argv)
-{
-    if (wants_help(argc, argv)) {
-        fputs(usage_explain, stdout);
-        return 0;
-    }
-    static const struct option opts[] = {
-        {"collective", required_argument, 0, 'c'}, {"p", required_argument, 0, 'p'},
-        {"count", required_argument, 0, 'n'},      {"type", required_argument, 0, 't'},
-        {"op", required_argument, 0, 'o'},         {"inplace", no_argument, 0, 'i'},
-        {"tuning", required_argument, 0, 'f'},     {"model", required_argument, 0, 'm'},
-        {"mode", required_argument, 0, 'M'},       {0, 0, 0, 0},
-    };
-    const char *coll_name = "allreduce", *type = "double", *op = "sum", *tuning = NULL, *model_text = NULL, *only = NULL;
-    long long p = 0, count = -1;
-    int inplace = 0;
-    optind = 1;
-    for (int o; (o = getopt_long(argc, argv, ":", opts, NULL)) != -1;) {
-        switch (o) {
-        case 'c': coll_name = optarg; break;
-        case 'p': p = number("--p", optarg); break;
-        case 'n': count = number("--count", optarg); break;
-        case 't': type = optarg; break;
-        case 'o': op = optarg; break;
-        case 'i': inplace = 1; break;
-        case 'f': tuning = optarg; break;
-        case 'm': model_text = optarg; break;
-        case 'M': only = optarg; break;
-        default: return nbcc_bad_option(argv, o);
-        }
-    }
-    int coll = collective_from_name(coll_name), esize;
-    const char *tname;
-    if (coll < 0) return nbcc_bad_collective(coll_name);
-    if (nbcc_type(type, &esize, &tname)) return 2;
-    if (only && strcmp(only, "rules") && strcmp(only, "model"))
-        return nbcc_usage_error("--mode is rules or model, not '%s'", only);
-    if (p < 1 || count < 0 || optind != argc)
-        return nbcc_usage_error("%s", p < 1 ? "--p P is required" : count < 0 ? "--count N is required" : "unexpected arguments");
-    int commutative = strcmp(op, "noncommutative") != 0;
-
-    diag d, why;
-    diag_init(&d);
-    diag_init(&why);
-    sched_lib *lib = lib_create();
-    rule_table *rules = rules_create();
-    int rc = lib_add_builtins(lib, &d) ||
-             rules_add(rules, lib, nbc_default_rules[0].name, nbc_default_rules[0].text, nbc_default_rules[0].len, 0, &d);
-    sim_model m;
-    sim_model_default(&m);
-    char err[256];
-    if (!rc && model_text && sim_model_parse(model_text, &m, err, sizeof err) != 0) {
-        diag_append(&d, "--model: %s\n", err);
-        rc = -1;
-    }
-    if (!rc) {
-        printf("%s of %lld %s (%lld bytes), p = %lld, op %s%s\n", coll_name, count, type, count * esize, p, op,
-               inplace ? ", in place" : "");
-        compile_args a = {.p = p, .count = count, .esize = esize, .inplace = inplace, .commutative = commutative};
-        if (!only || !strcmp(only, "rules")) printf("\nmode rules (built-in):\n");
-        if (!only || !strcmp(only, "rules")) select_choose(lib, rules, SELECT_RULES, &m, (nbc_collective)coll, &a, &why);
-        fputs(why.text ? why.text : "", stdout);
-        if (tuning && (!only || !strcmp(only, "rules"))) {
-            diag_clear(&why);
-            if (rules_load_file(rules, lib, tuning, &d) != 0) {
-                rc = -1;
-            } else {
-                printf("\nmode rules (with %s):\n", tuning);
-                compile_args b = {.p = p, .count = count, .esize = esize, .inplace = inplace, .commutative = commutative};
-                select_choose(lib, rules, SELECT_RULES, &m, (nbc_collective)coll, &b, &why);
-                fputs(why.text ? why.text : "", stdout);
-            }
-        }
-        diag_clear(&why);
-        if (only && strcmp(only, "model")) goto done;
-        printf("\nmode model (");
-        fflush(stdout);
-        sim_model_print(&m, stdout);
-        printf("):\n");
-        compile_args c = {.p = p, .count = count, .esize = esize, .inplace = inplace, .commutative = commutative};
-        select_choose(lib, rules, SELECT_MODEL, &m, (nbc_collective)coll, &c, &why);
-        fputs(why.text ? why.text : "", stdout);
-    }
-done:
-    if (rc) fputs(d.text ? d.text : "nbcc explain: failed\n", stderr);
-    diag_free(&d);
-    diag_free(&why);
-    rules_destroy(rules);
-    lib_destroy(lib);
-    return rc ? 1 : 0;
-}
-
-/* ---- calibrate ---- */
-
-/* One-way time of a message of n bytes between ranks 0 and 1 (half the best of reps round trips). */
-static double pingpong(int rank, char *buf, int n, int reps)
-{
-    double best = 1e30;
-    for (int r = 0; r < reps; r++) {
-        MPI_Barrier(MPI_COMM_WORLD);
-        double t = MPI_Wtime();
-        if (rank == 0) {
-            MPI_Send(buf, n, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
-            MPI_Recv(buf, n, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        } else if (rank == 1) {
-            MPI_Recv(buf, n, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            MPI_Send(buf, n, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
-        }
-        t = (MPI_Wtime() - t) / 2;
-        if (t < best) best = t;
-    }
-    return best;
-}
-
-int nbcc_calibrate(int argc, char **argv)
-{
-    if (wants_help(argc, argv)) {
-        fputs(usage_calibrate, stdout);
-        return 0;
-    }
-    const char *out = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
-        else return nbcc_usage_error("unexpected argument '%s'", argv[i]);
-    }
-    MPI_Init(&argc, &argv);
-    int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (size < 2) {
-        if (rank == 0) nbcc_error("run it under mpiexec -n 2 (or more)");
-        MPI_Finalize();
-        return 2;
-    }
-    enum { MAX = 4 << 20 };
-    char *buf = calloc(MAX, 1);
-    /* least squares of t = α + nβ over sizes 8 B .. 4 MiB */
-    double sn = 0, st = 0, snn = 0, snt = 0;
-    int k = 0;
-    for (int n = 8; n <= MAX; n *= 4, k++) {
-        double t = pingpong(rank, buf, n, n < 65536 ? 200 : 20);
-        sn += n, st += t, snn += (double)n * n, snt += n * t;
-    }
-    double beta = (k * snt - sn * st) / (k * snn - sn * sn);
-    double alpha = (st - beta * sn) / k;
-    if (alpha < 0) alpha = pingpong(rank, buf, 8, 200); /* a fit dominated by large sizes */
-    /* γ: the SUM kernel on doubles, 8 MiB at a time */
-    enum { N = 1 << 20 };
-    double *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y);
-    for (int i = 0; i < N; i++) x[i] = i, y[i] = 1;
-    reduce_fn sum = reduce_kernel(MPI_DOUBLE, MPI_SUM)->reduce;
-    double best = 1e30;
-    for (int r = 0; r < 10; r++) {
-        double t = MPI_Wtime();
-        sum(y, x, N);
-        t = MPI_Wtime() - t;
-        if (t < best) best = t;
-    }
-    double gamma = best / (N * sizeof(double));
-    if (rank == 0) {
-        FILE *f = out ? fopen(out, "w") : stdout;
-        if (!f) {
-            nbcc_error("cannot write %s", out ? out : "-");
-        } else {
-            fprintf(f, "# measured by nbcc calibrate between ranks 0 and 1 (p = %d); y[i] += x[i] on doubles\n", size);
-            fprintf(f, "alpha=%.3e,beta=%.3e,gamma=%.3e\n", alpha, beta, gamma);
-            if (out) fclose(f);
-        }
-        if (out) fprintf(stderr, "alpha=%.3e s, beta=%.3e s/B (%.2f GB/s), gamma=%.3e s/B (%.2f GB/s) -> %s\n", alpha, beta,
-                         1e-9 / beta, gamma, 1e-9 / gamma, out);
-    }
-    free(x);
-    free(y);
-    free(buf);
-    MPI_Finalize();
-    return 0;
-}
-
-/* ---- tune ---- */
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -339,15 +131,12 @@ int nbcc_tune(int argc, char **argv)
         fputs(usage_tune, stdout);
         return 0;
     }
-    const char *out = NULL, *sizes_text = NULL;
-    int append = 0, reps = 5;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
-        else if (!strcmp(argv[i], "--append")) append = 1;
-        else if (!strcmp(argv[i], "--sizes") && i + 1 < argc) sizes_text = argv[++i];
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = (int)number("--reps", argv[++i]);
-        else return nbcc_usage_error("unexpected argument '%s'", argv[i]);
-    }
+    nbcc_opts o = {.reps = 5};
+    int status = nbcc_options(argc, argv, "o append sizes reps", &o);
+    if (status >= 0) return status;
+    if (o.rest != argc) return nbcc_usage_error("unexpected argument '%s'", argv[o.rest]);
+    const char *out = o.output, *sizes_text = o.sizes;
+    int append = o.append, reps = o.reps < 0 || o.reps > MAX_REPS ? 0 : (int)o.reps;
     long sizes[64];
     int nsizes = 0;
     if (sizes_text) {
