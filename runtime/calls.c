@@ -8,10 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../compiler/disasm.h"
-
-#include "internal.h"
 #include "calls.h"
+#include "state.h"
+#include "trace.h"
 
 /* ---- arguments ---- */
 
@@ -117,33 +116,12 @@ static int check_call(const call *c, int size, int rank, MPI_Aint *esize, const 
     return MPI_SUCCESS;
 }
 
-/* NBC_TRACE=1 prints which schedule and program each call runs, one line a call, on stderr;
- * NBC_TRACE=2 adds the program, as `nbcc dump` shows it. */
-static int trace_level(void)
-{
-    static int level = -1;
-    if (level < 0) {
-        const char *v = getenv("NBC_TRACE");
-        level = v && *v >= '0' && *v <= '9' ? atoi(v) : 0;
-    }
-    return level;
-}
-
-static void trace(const call *c, const compile_args *a, const nbc_program *prog)
-{
-    fprintf(stderr, "nbc: trace: rank %d of %d: %s count %lld, %lld-byte elements%s: %s, %u rounds, %u instructions\n",
-            (int)a->rank, (int)a->p, c->fn, (long long)a->count, (long long)a->esize, a->inplace ? ", in place" : "",
-            prog->name, prog->nrounds, prog->ninsns);
-    if (trace_level() > 1) prog_disasm(prog, stderr);
-}
-
 /* A request for the call, not started: everything but its tag. chunk_bytes > 0 cuts a
  * large commutative allreduce into rounds of that many bytes (the segmented ring), so that
  * a request of higher priority waits at most one such round. */
 int call_prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out)
 {
-    int rc = nbc_ensure_init();
-    if (rc != MPI_SUCCESS) return rc;
+    int rc;
     /* a communicator seen before was checked then; its state knows rank and size */
     comm_state *cs = c->comm == MPI_COMM_NULL ? NULL : comm_state_find(c->comm);
     int size, rank;
@@ -172,13 +150,13 @@ int call_prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out)
         chunked = spec;
     }
     cache_entry *entry;
-    if ((rc = select_program(c->coll, &args, chunked, &entry))) return rc;
+    if ((rc = programs_for_call(c->coll, &args, chunked, &entry))) return rc;
     const nbc_program *prog = cache_entry_program(entry);
-    if (trace_level() > 0) trace(c, &args, prog);
+    if (nbc_rt.env.trace > 1) trace_call(c->fn, &args, prog);
 
     struct nbc_req *r = req_get(prog->scratch, (int)prog->max_round_comms);
     if (!r) {
-        cache_release(select_cache(), entry);
+        cache_release(nbc_rt.sel.programs, entry);
         return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
     }
     r->entry = entry;
@@ -215,7 +193,7 @@ void call_launch(struct nbc_req *r)
     req_start(r);
 }
 
-static int start(const call *c, nbc_request *request)
+int call_start(const call *c, nbc_request *request)
 {
     if (!request) return nbc_fail(MPI_ERR_REQUEST, "%s: request is NULL", c->fn);
     *request = NBC_REQUEST_NULL;
@@ -227,69 +205,10 @@ static int start(const call *c, nbc_request *request)
     return MPI_SUCCESS;
 }
 
-static int locked(int (*fn)(const call *, nbc_request *), const call *c, nbc_request *request)
-{
-    int rc = thread_enter();
-    if (rc != MPI_SUCCESS) return rc;
-    rc = fn(c, request);
-    thread_leave();
-    return rc;
-}
-
-int nbc_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                   MPI_Comm comm, nbc_request *request)
-{
-    call c = {COLL_ALLREDUCE, "nbc_iallreduce", NULL, 1, sendbuf, recvbuf, count, 0, datatype, op, comm};
-    return locked(start, &c, request);
-}
-
-int nbc_ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
-                MPI_Comm comm, nbc_request *request)
-{
-    call c = {COLL_REDUCE, "nbc_ireduce", NULL, 1, sendbuf, recvbuf, count, root, datatype, op, comm};
-    return locked(start, &c, request);
-}
-
-int nbc_ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, nbc_request *request)
-{
-    call c = {COLL_BCAST, "nbc_ibcast", NULL, 1, NULL, buffer, count, root, datatype, MPI_OP_NULL, comm};
-    return locked(start, &c, request);
-}
-
-int nbc_ibarrier(MPI_Comm comm, nbc_request *request)
-{
-    call c = {COLL_BARRIER, "nbc_ibarrier", NULL, 1, NULL, NULL, 0, 0, MPI_BYTE, MPI_OP_NULL, comm};
-    return locked(start, &c, request);
-}
-
-int nbc_ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
-                              MPI_Op op, MPI_Comm comm, nbc_request *request)
-{
-    call c = {COLL_REDUCE_SCATTER, "nbc_ireduce_scatter_block", NULL, 1, sendbuf, recvbuf, recvcount, 0, datatype, op, comm};
-    return locked(start, &c, request);
-}
-
 int call_allgather_check(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int recvcount, MPI_Datatype recvtype)
 {
     if (sendbuf != MPI_IN_PLACE && (sendcount != recvcount || sendtype != recvtype))
         return nbc_fail(sendcount != recvcount ? MPI_ERR_COUNT : MPI_ERR_TYPE,
                         "nbc_iallgather: send and receive counts and types must be equal");
     return MPI_SUCCESS;
-}
-
-int nbc_iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                   MPI_Datatype recvtype, MPI_Comm comm, nbc_request *request)
-{
-    int rc = call_allgather_check(sendbuf, sendcount, sendtype, recvcount, recvtype);
-    if (rc != MPI_SUCCESS) return rc;
-    call c = {COLL_ALLGATHER, "nbc_iallgather", NULL, 1, sendbuf, recvbuf, recvcount, 0, recvtype, MPI_OP_NULL, comm};
-    return locked(start, &c, request);
-}
-
-int nbc_iallreduce_multi(void *bufs[], int nbufs, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                         nbc_request *request)
-{
-    call c = {COLL_ALLREDUCE_MULTI, "nbc_iallreduce_multi", bufs, nbufs, MPI_IN_PLACE,
-              bufs && nbufs > 0 ? bufs[0] : NULL, count, 0, datatype, op, comm};
-    return locked(start, &c, request);
 }

@@ -2,6 +2,7 @@
 #ifndef NBC_CALLS_H
 #define NBC_CALLS_H
 
+#include "nbc.h"
 #include "internal.h"
 
 typedef struct {
@@ -17,9 +18,19 @@ typedef struct {
     MPI_Comm comm;
 } call;
 
+/* A request for the call, not started (chunk_bytes > 0: cut into segments of that size). */
 int call_prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out);
+/* Prepares and starts the call: nbc_iallreduce and its siblings. */
+int call_start(const call *c, nbc_request *request);
 void call_launch(struct nbc_req *r);
 int call_allgather_check(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int recvcount,
                          MPI_Datatype recvtype);
+
+/* ---- persistent requests (persistent.c): the bodies of nbc_*_init, nbc_start, ... ---- */
+int persistent_init(const call *c, MPI_Info info, nbc_request *request);
+int persistent_start(nbc_request *request);
+int persistent_startall(int count, nbc_request requests[]);
+int persistent_free(nbc_request *request);
+int persistent_set_priority(nbc_request request, int priority);
 
 #endif

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "state.h"
 
 /* What ranks must agree on, hashed for comparison and kept whole for the message. */
 typedef struct {
@@ -30,16 +30,7 @@ struct nbc_check {
     MPI_Request reqs[2];
 };
 
-static int enabled = -1;
-
-int check_enabled(void)
-{
-    if (enabled < 0) {
-        const char *v = getenv("NBC_CHECK");
-        enabled = v && !strcmp(v, "1");
-    }
-    return enabled;
-}
+int check_enabled(void) { return nbc_rt.env.check; }
 
 /* Predefined ops by position: their handles need not be equal across processes. */
 static int op_index(MPI_Op op)

@@ -12,17 +12,13 @@
  * communicator until the last of them is released. */
 #include <stdlib.h>
 
-#include "internal.h"
+#include "state.h"
 
-static int keyval = MPI_KEYVAL_INVALID;
-static comm_state *all;
-static MPI_Comm last_comm = MPI_COMM_NULL; /* most calls use the communicator of the last one */
-static comm_state *last_state;
 
 static void unlink_state(comm_state *cs)
 {
     if (cs->prev) cs->prev->next = cs->next;
-    else all = cs->next;
+    else nbc_rt.comms.all = cs->next;
     if (cs->next) cs->next->prev = cs->prev;
 }
 
@@ -42,7 +38,7 @@ static int delete_state(MPI_Comm comm, int key, void *attr, void *extra)
 {
     (void)comm, (void)key, (void)extra;
     comm_state *cs = attr;
-    if (cs == last_state) last_comm = MPI_COMM_NULL, last_state = NULL;
+    if (cs == nbc_rt.comms.last_state) nbc_rt.comms.last_comm = MPI_COMM_NULL, nbc_rt.comms.last_state = NULL;
     cs->user = MPI_COMM_NULL;
 #ifdef OPEN_MPI
     /* Open MPI 4.1's MPI_Comm_idup still reads its parent after MPI_Comm_free has released it
@@ -57,7 +53,7 @@ static int delete_state(MPI_Comm comm, int key, void *attr, void *extra)
 }
 
 void comm_hold(comm_state *cs) { cs->refs++; }
-comm_state *comm_first(void) { return all; }
+comm_state *comm_first(void) { return nbc_rt.comms.all; }
 
 void comm_add_any(comm_state *cs, struct nbc_req *r)
 {
@@ -81,36 +77,36 @@ void comm_drop(comm_state *cs)
 
 int comm_init(void)
 {
-    return MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &keyval, NULL);
+    return MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &nbc_rt.comms.keyval, NULL);
 }
 
 /* Every request is released or orphaned by now (refs are 0). */
 void comm_finalize(void)
 {
-    while (all) {
-        comm_state *cs = all;
+    while (nbc_rt.comms.all) {
+        comm_state *cs = nbc_rt.comms.all;
         cs->refs = 0;
-        if (cs->user == MPI_COMM_NULL || MPI_Comm_delete_attr(cs->user, keyval) != MPI_SUCCESS)
+        if (cs->user == MPI_COMM_NULL || MPI_Comm_delete_attr(cs->user, nbc_rt.comms.keyval) != MPI_SUCCESS)
             destroy_state(cs);
     }
-    if (keyval != MPI_KEYVAL_INVALID) MPI_Comm_free_keyval(&keyval);
+    if (nbc_rt.comms.keyval != MPI_KEYVAL_INVALID) MPI_Comm_free_keyval(&nbc_rt.comms.keyval);
 }
 
 comm_state *comm_state_find(MPI_Comm comm)
 {
-    if (comm == last_comm) return last_state;
+    if (comm == nbc_rt.comms.last_comm) return nbc_rt.comms.last_state;
     void *attr;
     int found = 0;
-    if (MPI_Comm_get_attr(comm, keyval, &attr, &found) != MPI_SUCCESS || !found) return NULL;
-    last_comm = comm;
-    return last_state = attr;
+    if (MPI_Comm_get_attr(comm, nbc_rt.comms.keyval, &attr, &found) != MPI_SUCCESS || !found) return NULL;
+    nbc_rt.comms.last_comm = comm;
+    return nbc_rt.comms.last_state = attr;
 }
 
 int comm_state_of(MPI_Comm comm, comm_state **out)
 {
     void *attr;
     int found;
-    int rc = MPI_Comm_get_attr(comm, keyval, &attr, &found);
+    int rc = MPI_Comm_get_attr(comm, nbc_rt.comms.keyval, &attr, &found);
     if (rc != MPI_SUCCESS) return nbc_fail(rc, "cannot read the communicator's attributes");
     if (found) {
         *out = attr;
@@ -131,16 +127,16 @@ int comm_state_of(MPI_Comm comm, comm_state **out)
     int *ub;
     MPI_Comm_get_attr(comm, MPI_TAG_UB, &ub, &found);
     cs->tag_space = found ? (uint64_t)*ub + 1 : 32768; /* the standard guarantees 32767 */
-    rc = MPI_Comm_set_attr(comm, keyval, cs);
+    rc = MPI_Comm_set_attr(comm, nbc_rt.comms.keyval, cs);
     if (rc != MPI_SUCCESS) {
         MPI_Wait(&cs->pending, MPI_STATUS_IGNORE);
         MPI_Comm_free(&cs->dup);
         free(cs);
         return nbc_fail(rc, "cannot attach state to the communicator");
     }
-    cs->next = all;
-    if (all) all->prev = cs;
-    all = cs;
+    cs->next = nbc_rt.comms.all;
+    if (nbc_rt.comms.all) nbc_rt.comms.all->prev = cs;
+    nbc_rt.comms.all = cs;
     *out = cs;
     return MPI_SUCCESS;
 }

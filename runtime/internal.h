@@ -12,10 +12,15 @@
 #include "../dsl/collectives.h"
 #include "../interp/interp.h"
 #include "cache.h"
+#include "nbc.h"
 
-/* Records the message nbc_error_message returns; returns code, for `return fail(...)`. */
+/* ---- errors (error.c) ---- */
+#define NBC_ERROR_MAX 4096
+/* Records the message nbc_error_message returns (this thread's); returns code, for
+ * `return nbc_fail(...)`. */
 int nbc_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void nbc_clear_error(void);
+const char *error_text(void); /* this thread's last message */
 
 /* ---- communicators (comm.c) ---- */
 typedef struct comm_state comm_state;
@@ -46,9 +51,6 @@ comm_state *comm_first(void);   /* every communicator's state, through ->next */
 void comm_add_any(comm_state *cs, struct nbc_req *r);    /* lists an any-order request */
 void comm_remove_any(comm_state *cs, struct nbc_req *r);
 void comm_drop(comm_state *cs); /* frees it when the application freed its communicator */
-
-/* Calls the library from inside a public call (the lock held): initializes on first use. */
-int nbc_ensure_init(void);
 
 /* ---- requests (request.c) ---- */
 /* What every rank must agree on for a collective (NBC_CHECK compares it across ranks). */
@@ -86,7 +88,7 @@ struct nbc_req {
     char name[48];          /* nbc_name, or "" */
     call_signature sig;
     struct nbc_check *check; /* NBC_CHECK: the agreement before the program, or NULL */
-    char error[256];        /* why it failed, when it did */
+    char error[256];        /* why it failed, when it did (nbc_request_error) */
     struct nbc_req *prev, *next;       /* in the active list (by priority), or the pool */
     struct nbc_req *live_prev, *live_next; /* every request the application holds */
     struct nbc_req *cs_next;           /* in cs->persistent */
@@ -117,22 +119,10 @@ void thread_progress_stop(void);   /* joins it; call without holding the lock */
 int thread_is_multiple(void);
 
 /* ---- stall reports (stall.c) ---- */
-void stall_init(void);
 void stall_poll(void);             /* from progress passes that moved nothing; cheap */
 void stall_forget(struct nbc_req *r); /* r goes away */
 int stall_query_tag(const comm_state *cs); /* the top two tags of cs->any are the reports' */
 #define STALL_TAGS 2
-
-/* The body of a public call: takes the lock, initializes on first use, returns what expr
- * does. */
-#define NBC_PUBLIC(expr)                                  \
-    do {                                                  \
-        int rc_ = thread_enter();                         \
-        if (rc_ != MPI_SUCCESS) return rc_;               \
-        if ((rc_ = nbc_ensure_init()) == MPI_SUCCESS) rc_ = (expr); \
-        thread_leave();                                   \
-        return rc_;                                       \
-    } while (0)
 
 /* ---- failures (failure.c, timeout.c) ---- */
 void failure_describe(struct nbc_req *r); /* a failed MPI call in words: peer, round, schedule */
@@ -145,14 +135,19 @@ int failure_insn(const nbc_program *p, int pc, char *out, size_t size);
 /* ---- time ---- */
 long now_ns(void);
 
-/* ---- schedules and programs (select.c) ---- */
-int select_init(void);
-void select_finalize(void);
-sched_lib *select_library(void);
-cache *select_cache(void);
-int select_force(nbc_collective coll, const char *name);
+/* ---- schedules and programs (programs.c) ---- */
+int programs_init(void);      /* from nbc_rt.env */
+void programs_finalize(void);
+int programs_force(nbc_collective coll, const char *name);
 /* The program for a call: from the cache, or chosen, compiled and cached. spec, when not NULL,
  * names the schedule to use ("name:param=value"), as a forced schedule would. */
-int select_program(nbc_collective coll, const compile_args *args, const char *spec, cache_entry **out);
+int programs_for_call(nbc_collective coll, const compile_args *args, const char *spec, cache_entry **out);
+/* The bodies of nbc_load_schedules, nbc_set_schedule, nbc_set_selection, nbc_load_tuning and
+ * nbc_get_cache_stats. */
+int programs_load_schedules(const char *path);
+int programs_set_schedule(const char *collective, const char *name);
+int programs_set_selection(const char *mode);
+int programs_load_tuning(const char *path);
+int programs_cache_stats(nbc_cache_stats *stats);
 
 #endif

@@ -155,6 +155,14 @@ int nbc_set_selection(const char *mode);
 /* The message of the last error the library reported to this thread (empty when none). */
 const char *nbc_error_message(void);
 
+/* Why this request's last run failed, in the same words nbc_error_message used when its
+ * failure was reported (empty while it runs, and when it succeeded). With several requests
+ * failing, each keeps its own message, which nbc_error_message cannot. The text stays valid
+ * until the request is started again or released: a one-shot request is released when
+ * nbc_test or nbc_wait reports its completion, so ask before (after nbc_progress); a
+ * persistent one keeps it until its next start. */
+const char *nbc_request_error(nbc_request request);
+
 typedef struct {
     uint64_t hits, misses, evictions;
     uint64_t entries, bytes;         /* what the cache holds now */

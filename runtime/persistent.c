@@ -78,7 +78,7 @@ static int read_options(MPI_Info info, init_options *o)
     return MPI_SUCCESS;
 }
 
-static int init_request(const call *c, MPI_Info info, nbc_request *request)
+int persistent_init(const call *c, MPI_Info info, nbc_request *request)
 {
     if (!request) return nbc_fail(MPI_ERR_REQUEST, "%s: request is NULL", c->fn);
     *request = NBC_REQUEST_NULL;
@@ -101,67 +101,6 @@ static int init_request(const call *c, MPI_Info info, nbc_request *request)
     return MPI_SUCCESS;
 }
 
-static int locked_init(const call *c, MPI_Info info, nbc_request *request)
-{
-    int rc = thread_enter();
-    if (rc != MPI_SUCCESS) return rc;
-    rc = init_request(c, info, request);
-    thread_leave();
-    return rc;
-}
-
-int nbc_allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                       MPI_Comm comm, MPI_Info info, nbc_request *request)
-{
-    call c = {COLL_ALLREDUCE, "nbc_allreduce_init", NULL, 1, sendbuf, recvbuf, count, 0, datatype, op, comm};
-    return locked_init(&c, info, request);
-}
-
-int nbc_reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
-                    MPI_Comm comm, MPI_Info info, nbc_request *request)
-{
-    call c = {COLL_REDUCE, "nbc_reduce_init", NULL, 1, sendbuf, recvbuf, count, root, datatype, op, comm};
-    return locked_init(&c, info, request);
-}
-
-int nbc_bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info,
-                   nbc_request *request)
-{
-    call c = {COLL_BCAST, "nbc_bcast_init", NULL, 1, NULL, buffer, count, root, datatype, MPI_OP_NULL, comm};
-    return locked_init(&c, info, request);
-}
-
-int nbc_barrier_init(MPI_Comm comm, MPI_Info info, nbc_request *request)
-{
-    call c = {COLL_BARRIER, "nbc_barrier_init", NULL, 1, NULL, NULL, 0, 0, MPI_BYTE, MPI_OP_NULL, comm};
-    return locked_init(&c, info, request);
-}
-
-int nbc_reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
-                                  MPI_Op op, MPI_Comm comm, MPI_Info info, nbc_request *request)
-{
-    call c = {COLL_REDUCE_SCATTER, "nbc_reduce_scatter_block_init", NULL, 1, sendbuf, recvbuf, recvcount, 0,
-              datatype, op, comm};
-    return locked_init(&c, info, request);
-}
-
-int nbc_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                       MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, nbc_request *request)
-{
-    int rc = call_allgather_check(sendbuf, sendcount, sendtype, recvcount, recvtype);
-    if (rc != MPI_SUCCESS) return rc;
-    call c = {COLL_ALLGATHER, "nbc_allgather_init", NULL, 1, sendbuf, recvbuf, recvcount, 0, recvtype, MPI_OP_NULL, comm};
-    return locked_init(&c, info, request);
-}
-
-int nbc_allreduce_multi_init(void *bufs[], int nbufs, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                             MPI_Info info, nbc_request *request)
-{
-    call c = {COLL_ALLREDUCE_MULTI, "nbc_allreduce_multi_init", bufs, nbufs, MPI_IN_PLACE,
-              bufs && nbufs > 0 ? bufs[0] : NULL, count, 0, datatype, op, comm};
-    return locked_init(&c, info, request);
-}
-
 /* ---- start, free, priority ---- */
 
 static int startable(struct nbc_req *r, const char *fn)
@@ -180,40 +119,35 @@ static void start_one(struct nbc_req *r)
     call_launch(r);
 }
 
-int nbc_start(nbc_request *request)
+int persistent_start(nbc_request *request)
 {
     if (!request) return nbc_fail(MPI_ERR_ARG, "nbc_start: request is NULL");
-    int rc = thread_enter();
-    if (rc != MPI_SUCCESS) return rc;
-    if ((rc = startable(*request, "nbc_start")) == MPI_SUCCESS) start_one(*request);
-    thread_leave();
+    int rc = startable(*request, "nbc_start");
+    if (rc == MPI_SUCCESS) start_one(*request);
     return rc;
 }
 
 /* Every request is checked before any starts: an error starts none. */
-int nbc_startall(int count, nbc_request requests[])
+int persistent_startall(int count, nbc_request requests[])
 {
     if (count < 0 || (count > 0 && !requests)) return nbc_fail(MPI_ERR_ARG, "nbc_startall: bad arguments");
-    int rc = thread_enter();
-    if (rc != MPI_SUCCESS) return rc;
+    int rc = MPI_SUCCESS;
     for (int i = 0; i < count && rc == MPI_SUCCESS; i++) {
         rc = startable(requests[i], "nbc_startall");
         for (int j = 0; j < i && rc == MPI_SUCCESS; j++)
             if (requests[j] == requests[i]) rc = nbc_fail(MPI_ERR_REQUEST, "nbc_startall: request %d appears twice", i);
     }
     for (int i = 0; i < count && rc == MPI_SUCCESS; i++) start_one(requests[i]);
-    thread_leave();
     return rc;
 }
 
 /* MPI makes freeing a collective request erroneous unless it is an inactive persistent one
  * (a request stays active until a test or wait has reported its completion): others are
  * refused and stay valid. */
-int nbc_request_free(nbc_request *request)
+int persistent_free(nbc_request *request)
 {
     if (!request || !*request) return nbc_fail(MPI_ERR_REQUEST, "nbc_request_free: no request");
-    int rc = thread_enter();
-    if (rc != MPI_SUCCESS) return rc;
+    int rc = MPI_SUCCESS;
     struct nbc_req *r = *request;
     if (r->state != REQ_INACTIVE && !r->orphan) {
         rc = nbc_fail(MPI_ERR_REQUEST, "nbc_request_free: the request is active (complete it with nbc_test or "
@@ -222,17 +156,14 @@ int nbc_request_free(nbc_request *request)
         req_release(r);
         *request = NBC_REQUEST_NULL;
     }
-    thread_leave();
     return rc;
 }
 
-int nbc_set_priority(nbc_request request, int priority)
+int persistent_set_priority(nbc_request request, int priority)
 {
     if (!request) return nbc_fail(MPI_ERR_REQUEST, "nbc_set_priority: the request is NBC_REQUEST_NULL");
-    int rc = thread_enter();
-    if (rc != MPI_SUCCESS) return rc;
+    int rc = MPI_SUCCESS;
     if (!request->persistent) rc = nbc_fail(MPI_ERR_REQUEST, "nbc_set_priority: the request is not persistent");
     else request->next_priority = priority;
-    thread_leave();
     return rc;
 }

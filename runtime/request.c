@@ -16,13 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "state.h"
 
 #define POOL_MAX 64
 
-static struct nbc_req *active, *active_tail, *pool, *live;
-static int pooled, nactive;
-static long preempt_ns = -1;
 
 static void push(struct nbc_req **list, struct nbc_req *r)
 {
@@ -42,45 +39,45 @@ static void unlink_from(struct nbc_req **list, struct nbc_req *r)
 
 static void unlink_active(struct nbc_req *r)
 {
-    if (r == active_tail) active_tail = r->prev;
-    unlink_from(&active, r);
-    nactive--;
+    if (r == nbc_rt.reqs.active_tail) nbc_rt.reqs.active_tail = r->prev;
+    unlink_from(&nbc_rt.reqs.active, r);
+    nbc_rt.reqs.nactive--;
 }
 
 /* After every request of higher or equal priority: FIFO among equals. Most starts are either
  * of the lowest priority present (appended) or of the highest (found at once from the head). */
 static void insert_active(struct nbc_req *r)
 {
-    nactive++;
-    if (!active_tail || active_tail->priority >= r->priority) {
+    nbc_rt.reqs.nactive++;
+    if (!nbc_rt.reqs.active_tail || nbc_rt.reqs.active_tail->priority >= r->priority) {
         r->next = NULL;
-        r->prev = active_tail;
-        if (active_tail) active_tail->next = r;
-        else active = r;
-        active_tail = r;
+        r->prev = nbc_rt.reqs.active_tail;
+        if (nbc_rt.reqs.active_tail) nbc_rt.reqs.active_tail->next = r;
+        else nbc_rt.reqs.active = r;
+        nbc_rt.reqs.active_tail = r;
         return;
     }
-    struct nbc_req *at = active;
+    struct nbc_req *at = nbc_rt.reqs.active;
     while (at->priority >= r->priority) at = at->next; /* stops before the tail: see above */
     r->next = at;
     r->prev = at->prev;
     if (at->prev) at->prev->next = r;
-    else active = r;
+    else nbc_rt.reqs.active = r;
     at->prev = r;
 }
 
 static void live_add(struct nbc_req *r)
 {
     r->live_prev = NULL;
-    r->live_next = live;
-    if (live) live->live_prev = r;
-    live = r;
+    r->live_next = nbc_rt.reqs.live;
+    if (nbc_rt.reqs.live) nbc_rt.reqs.live->live_prev = r;
+    nbc_rt.reqs.live = r;
 }
 
 static void live_remove(struct nbc_req *r)
 {
     if (r->live_prev) r->live_prev->live_next = r->live_next;
-    else live = r->live_next;
+    else nbc_rt.reqs.live = r->live_next;
     if (r->live_next) r->live_next->live_prev = r->live_prev;
     r->live_prev = r->live_next = NULL;
 }
@@ -95,10 +92,10 @@ static void destroy(struct nbc_req *r)
 
 struct nbc_req *req_get(size_t scratch, int nreqs)
 {
-    struct nbc_req *r = pool;
+    struct nbc_req *r = nbc_rt.reqs.pool;
     if (r) {
-        unlink_from(&pool, r);
-        pooled--;
+        unlink_from(&nbc_rt.reqs.pool, r);
+        nbc_rt.reqs.pooled--;
     } else if (!(r = calloc(1, sizeof *r))) {
         return NULL;
     }
@@ -143,17 +140,17 @@ void req_release(struct nbc_req *r)
     live_remove(r);
     check_free(r);
     stall_forget(r);
-    if (r->entry) cache_release(select_cache(), r->entry);
+    if (r->entry) cache_release(nbc_rt.sel.programs, r->entry);
     r->entry = NULL;
     if (r->cs && r->any_order) comm_remove_any(r->cs, r);
     if (r->cs) comm_drop(r->cs);
     r->cs = NULL;
-    if (pooled >= POOL_MAX) {
+    if (nbc_rt.reqs.pooled >= POOL_MAX) {
         destroy(r);
         return;
     }
-    push(&pool, r);
-    pooled++;
+    push(&nbc_rt.reqs.pool, r);
+    nbc_rt.reqs.pooled++;
 }
 
 void req_fail(struct nbc_req *r, int err, const char *fmt, ...)
@@ -193,15 +190,11 @@ long now_ns(void)
 
 void req_start(struct nbc_req *r)
 {
-    if (preempt_ns < 0) {
-        const char *v = getenv("NBC_PREEMPT_US");
-        preempt_ns = v && *v ? atol(v) * 1000 : 500000;
-    }
     r->state = REQ_ACTIVE;
     r->starts++;
-    r->last_moved_ns = active && active->priority != r->priority ? now_ns() : 0;
+    r->last_moved_ns = nbc_rt.reqs.active && nbc_rt.reqs.active->priority != r->priority ? now_ns() : 0;
     insert_active(r);
-    int s = step(r, !active || r == active || active->priority == r->priority);
+    int s = step(r, !nbc_rt.reqs.active || r == nbc_rt.reqs.active || nbc_rt.reqs.active->priority == r->priority);
     if (s == INTERP_DONE) {
         unlink_active(r);
         r->state = REQ_DONE;
@@ -210,17 +203,17 @@ void req_start(struct nbc_req *r)
     thread_wake();
 }
 
-int req_active_count(void) { return nactive; }
+int req_active_count(void) { return nbc_rt.reqs.nactive; }
 
 int req_progress_all(int *moved)
 {
     int completed = 0;
     *moved = 0;
     /* Priorities only matter when the list mixes them (it is sorted: compare its ends). */
-    int mixed = active && active->priority != active_tail->priority;
+    int mixed = nbc_rt.reqs.active && nbc_rt.reqs.active->priority != nbc_rt.reqs.active_tail->priority;
     long now = mixed ? now_ns() : 0;
     int moving_above = 0, moving_priority = 0; /* the highest priority seen moving */
-    for (struct nbc_req *r = active, *next; r; r = next) {
+    for (struct nbc_req *r = nbc_rt.reqs.active, *next; r; r = next) {
         next = r->next;
         int may_issue = !(moving_above && moving_priority > r->priority);
         int s = step(r, may_issue);
@@ -233,12 +226,12 @@ int req_progress_all(int *moved)
             r->state = REQ_DONE;
             completed++;
             if (r->free_when_done) req_release(r);
-        } else if (mixed && !moving_above && now - r->last_moved_ns < preempt_ns) {
+        } else if (mixed && !moving_above && now - r->last_moved_ns < nbc_rt.env.preempt_ns) {
             moving_above = 1;
             moving_priority = r->priority;
         }
     }
-    if (!*moved) timeout_poll(active);
+    if (!*moved) timeout_poll(nbc_rt.reqs.active);
     return completed;
 }
 
@@ -247,13 +240,13 @@ int req_progress_all(int *moved)
  * MPI_Finalize, which the application reached without completing them) fail. */
 void req_finalize(void)
 {
-    while (pool) {
-        struct nbc_req *r = pool;
-        unlink_from(&pool, r);
+    while (nbc_rt.reqs.pool) {
+        struct nbc_req *r = nbc_rt.reqs.pool;
+        unlink_from(&nbc_rt.reqs.pool, r);
         destroy(r);
     }
-    pooled = 0;
-    for (struct nbc_req *r = live, *next; r; r = next) {
+    nbc_rt.reqs.pooled = 0;
+    for (struct nbc_req *r = nbc_rt.reqs.live, *next; r; r = next) {
         next = r->live_next;
         r->live_prev = r->live_next = NULL;
         r->orphan = 1;
@@ -263,14 +256,14 @@ void req_finalize(void)
         }
         check_free(r);
         stall_forget(r);
-        if (r->entry) cache_release(select_cache(), r->entry);
+        if (r->entry) cache_release(nbc_rt.sel.programs, r->entry);
         r->entry = NULL;
         if (r->cs && r->any_order) comm_remove_any(r->cs, r);
         if (r->cs) comm_drop(r->cs);
         r->cs = NULL;
         r->st.prog = NULL;
     }
-    active = active_tail = NULL;
-    nactive = 0;
-    live = NULL; /* they are freed one by one as the application reports or frees them */
+    nbc_rt.reqs.active = nbc_rt.reqs.active_tail = NULL;
+    nbc_rt.reqs.nactive = 0;
+    nbc_rt.reqs.live = NULL; /* they are freed one by one as the application reports or frees them */
 }

@@ -14,34 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "state.h"
 
 #define STALL_POLL_NS 100000000L  /* 0.1 s */
 #define ANSWER_WAIT_NS 2000000000L /* how long a report waits for answers */
 
-typedef struct {
-    uint32_t id;
-    uint32_t active;
-    uint64_t starts;
-} stall_msg;
-
-/* One report being gathered (at most one at a time per process: stalls are rare). */
-static struct {
-    struct nbc_req *r;
-    long asked_ns;
-    int n;                       /* ranks asked: all but this one */
-    stall_msg query, *answers;
-    MPI_Request *reqs;           /* n sends of the query, then n receives of the answers */
-} report;
-
-static long threshold_ns = -1, last_poll_ns;
-
-void stall_init(void)
-{
-    const char *v = getenv("NBC_STALL_WARNING");
-    double s = v && *v ? atof(v) : 60.0;
-    threshold_ns = s > 0 ? (long)(s * 1e9) : 0;
-}
 
 int stall_query_tag(const comm_state *cs) { return (int)(cs->tag_space - 1); }
 static int answer_tag(const comm_state *cs) { return (int)(cs->tag_space - STALL_TAGS); }
@@ -76,22 +53,22 @@ static void ask(struct nbc_req *r, long now)
 {
     comm_state *cs = r->cs;
     int n = cs->size - 1;
-    report.answers = calloc((size_t)n + 1, sizeof *report.answers);
-    report.reqs = calloc(2 * (size_t)n + 1, sizeof *report.reqs);
-    if (!report.answers || !report.reqs) {
-        free(report.answers), free(report.reqs);
-        report.answers = NULL, report.reqs = NULL;
+    nbc_rt.stall.answers = calloc((size_t)n + 1, sizeof *nbc_rt.stall.answers);
+    nbc_rt.stall.reqs = calloc(2 * (size_t)n + 1, sizeof *nbc_rt.stall.reqs);
+    if (!nbc_rt.stall.answers || !nbc_rt.stall.reqs) {
+        free(nbc_rt.stall.answers), free(nbc_rt.stall.reqs);
+        nbc_rt.stall.answers = NULL, nbc_rt.stall.reqs = NULL;
         return;
     }
-    report.r = r;
-    report.n = n;
-    report.asked_ns = now;
-    report.query = (stall_msg){.id = r->id, .active = 1, .starts = r->starts};
+    nbc_rt.stall.r = r;
+    nbc_rt.stall.n = n;
+    nbc_rt.stall.asked_ns = now;
+    nbc_rt.stall.query = (stall_msg){.id = r->id, .active = 1, .starts = r->starts};
     for (int k = 0, j = 0; j < cs->size; j++) {
         if (j == cs->rank) continue;
-        MPI_Isend(&report.query, (int)sizeof report.query, MPI_BYTE, j, stall_query_tag(cs), cs->any, &report.reqs[k]);
-        MPI_Irecv(&report.answers[k], (int)sizeof *report.answers, MPI_BYTE, j, answer_tag(cs), cs->any,
-                  &report.reqs[n + k]);
+        MPI_Isend(&nbc_rt.stall.query, (int)sizeof nbc_rt.stall.query, MPI_BYTE, j, stall_query_tag(cs), cs->any, &nbc_rt.stall.reqs[k]);
+        MPI_Irecv(&nbc_rt.stall.answers[k], (int)sizeof *nbc_rt.stall.answers, MPI_BYTE, j, answer_tag(cs), cs->any,
+                  &nbc_rt.stall.reqs[n + k]);
         k++;
     }
 }
@@ -105,7 +82,7 @@ static void append_rank(char *s, size_t size, int rank, int *first)
 
 static void print_report(long now)
 {
-    struct nbc_req *r = report.r;
+    struct nbc_req *r = nbc_rt.stall.r;
     comm_state *cs = r->cs;
     char started[512] = "", missing[1024] = "", silent[512] = "";
     int fs = 1, fm = 1, fq = 1;
@@ -115,8 +92,8 @@ static void print_report(long now)
             continue;
         }
         int done = 0;
-        MPI_Test(&report.reqs[report.n + k], &done, MPI_STATUS_IGNORE);
-        const stall_msg *a = &report.answers[k++];
+        MPI_Test(&nbc_rt.stall.reqs[nbc_rt.stall.n + k], &done, MPI_STATUS_IGNORE);
+        const stall_msg *a = &nbc_rt.stall.answers[k++];
         if (!done) {
             append_rank(silent, sizeof silent, j, &fq);
         } else if (a->starts >= r->starts) {
@@ -140,27 +117,28 @@ static void print_report(long now)
 
 static void finish_report(void)
 {
-    for (int i = 0; i < 2 * report.n; i++) {
-        if (report.reqs[i] == MPI_REQUEST_NULL) continue;
-        if (i >= report.n) MPI_Cancel(&report.reqs[i]); /* an answer that never came */
-        MPI_Request_free(&report.reqs[i]);
+    for (int i = 0; i < 2 * nbc_rt.stall.n; i++) {
+        if (nbc_rt.stall.reqs[i] == MPI_REQUEST_NULL) continue;
+        if (i >= nbc_rt.stall.n) MPI_Cancel(&nbc_rt.stall.reqs[i]); /* an answer that never came */
+        MPI_Request_free(&nbc_rt.stall.reqs[i]);
     }
-    free(report.answers);
-    free(report.reqs);
-    memset(&report, 0, sizeof report);
+    free(nbc_rt.stall.answers);
+    free(nbc_rt.stall.reqs);
+    nbc_rt.stall.r = NULL, nbc_rt.stall.answers = NULL, nbc_rt.stall.reqs = NULL;
+    nbc_rt.stall.n = 0, nbc_rt.stall.asked_ns = 0;
 }
 
 void stall_forget(struct nbc_req *r)
 {
-    if (report.r == r) finish_report();
+    if (nbc_rt.stall.r == r) finish_report();
 }
 
 void stall_poll(void)
 {
-    if (threshold_ns <= 0) return;
+    if (nbc_rt.env.stall_ns <= 0) return;
     long now = now_ns();
-    if (now - last_poll_ns < STALL_POLL_NS) return;
-    last_poll_ns = now;
+    if (now - nbc_rt.stall.last_poll_ns < STALL_POLL_NS) return;
+    nbc_rt.stall.last_poll_ns = now;
     for (comm_state *cs = comm_first(); cs; cs = cs->next) {
         if (cs->any == MPI_COMM_NULL || !comm_ready(cs, 1)) continue;
         answer(cs);
@@ -170,20 +148,20 @@ void stall_poll(void)
                 r->seen_starts = r->starts;
                 r->started_ns = now;
                 r->reported = 0;
-            } else if (!r->reported && !report.r && now - r->started_ns > threshold_ns) {
+            } else if (!r->reported && !nbc_rt.stall.r && now - r->started_ns > nbc_rt.env.stall_ns) {
                 r->reported = 1;
                 ask(r, now);
             }
         }
     }
-    if (report.r) {
+    if (nbc_rt.stall.r) {
         int done = 1;
-        for (int i = 0; i < report.n; i++) {
+        for (int i = 0; i < nbc_rt.stall.n; i++) {
             int flag = 0;
-            MPI_Test(&report.reqs[report.n + i], &flag, MPI_STATUS_IGNORE);
+            MPI_Test(&nbc_rt.stall.reqs[nbc_rt.stall.n + i], &flag, MPI_STATUS_IGNORE);
             done &= flag;
         }
-        if (done || now - report.asked_ns > ANSWER_WAIT_NS || report.r->state != REQ_ACTIVE) {
+        if (done || now - nbc_rt.stall.asked_ns > ANSWER_WAIT_NS || nbc_rt.stall.r->state != REQ_ACTIVE) {
             print_report(now);
             finish_report();
         }

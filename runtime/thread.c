@@ -1,4 +1,4 @@
-/* Threads. All of the library's state sits behind one lock, taken by every public call.
+/* Threads. All of the library's state (state.h) sits behind one lock, taken by every public call.
  *
  * Under MPI_THREAD_MULTIPLE any thread may call at any time: calls wait for the lock. Under a
  * lower level the application promised MPI not to call concurrently; a call that finds the
@@ -16,69 +16,62 @@
 #include <sched.h>
 #include <time.h>
 
-#include "internal.h"
+#include "state.h"
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t work = PTHREAD_COND_INITIALIZER;
-static int level = MPI_THREAD_MULTIPLE; /* until nbc_init asks MPI: wait for the lock */
-static pthread_t owner;
-static pthread_t progress;
-static int progress_running;         /* the thread exists (only changed by the caller's thread) */
-static volatile int progress_stop;   /* asks it to end; read under the lock */
 
 void thread_init(void)
 {
     int provided = MPI_THREAD_SINGLE;
     MPI_Query_thread(&provided);
-    level = provided;
-    owner = pthread_self();
+    nbc_rt.threads.level = provided;
+    nbc_rt.threads.owner = pthread_self();
 }
 
-int thread_is_multiple(void) { return level == MPI_THREAD_MULTIPLE; }
+int thread_is_multiple(void) { return nbc_rt.threads.level == MPI_THREAD_MULTIPLE; }
 
 int thread_enter(void)
 {
-    if (level == MPI_THREAD_MULTIPLE) {
-        pthread_mutex_lock(&lock);
+    if (nbc_rt.threads.level == MPI_THREAD_MULTIPLE) {
+        pthread_mutex_lock(&nbc_rt.threads.lock);
         return MPI_SUCCESS;
     }
-    if (level < MPI_THREAD_SERIALIZED && !pthread_equal(pthread_self(), owner))
+    if (nbc_rt.threads.level < MPI_THREAD_SERIALIZED && !pthread_equal(pthread_self(), nbc_rt.threads.owner))
         return nbc_fail(MPI_ERR_OTHER, "nbc was called from a second thread, but MPI provides only %s: "
                         "initialize MPI with MPI_THREAD_MULTIPLE (MPI_Init_thread) to call it from several threads",
-                        level == MPI_THREAD_SINGLE ? "MPI_THREAD_SINGLE" : "MPI_THREAD_FUNNELED");
-    if (pthread_mutex_trylock(&lock) == EBUSY)
+                        nbc_rt.threads.level == MPI_THREAD_SINGLE ? "MPI_THREAD_SINGLE" : "MPI_THREAD_FUNNELED");
+    if (pthread_mutex_trylock(&nbc_rt.threads.lock) == EBUSY)
         return nbc_fail(MPI_ERR_OTHER, "nbc was called from two threads at once under MPI_THREAD_SERIALIZED: "
                         "initialize MPI with MPI_THREAD_MULTIPLE to do that");
     return MPI_SUCCESS;
 }
 
-void thread_leave(void) { pthread_mutex_unlock(&lock); }
+void thread_leave(void) { pthread_mutex_unlock(&nbc_rt.threads.lock); }
 
 void thread_wake(void)
 {
-    if (progress_running) pthread_cond_signal(&work);
+    if (nbc_rt.threads.progress_running) pthread_cond_signal(&nbc_rt.threads.work);
 }
 
 static void *progress_main(void *arg)
 {
     (void)arg;
     int idle = 0;
-    pthread_mutex_lock(&lock);
-    while (!progress_stop) {
+    pthread_mutex_lock(&nbc_rt.threads.lock);
+    while (!nbc_rt.threads.progress_stop) {
         if (req_active_count() == 0) {
             /* wakes at a start, or after a while to answer stall queries */
             struct timespec t;
             clock_gettime(CLOCK_REALTIME, &t);
             t.tv_nsec += 10000000;
             if (t.tv_nsec >= 1000000000) t.tv_sec++, t.tv_nsec -= 1000000000;
-            pthread_cond_timedwait(&work, &lock, &t);
+            pthread_cond_timedwait(&nbc_rt.threads.work, &nbc_rt.threads.lock, &t);
             stall_poll();
             continue;
         }
         int moved = 0;
         req_progress_all(&moved);
         if (!moved) stall_poll();
-        pthread_mutex_unlock(&lock);
+        pthread_mutex_unlock(&nbc_rt.threads.lock);
         /* Between passes that found nothing to do, give the core away: on a node with more
          * ranks than cores the peers this thread waits for need it. */
         if (moved) {
@@ -89,50 +82,36 @@ static void *progress_main(void *arg)
         } else {
             sched_yield();
         }
-        pthread_mutex_lock(&lock);
+        pthread_mutex_lock(&nbc_rt.threads.lock);
     }
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&nbc_rt.threads.lock);
     return NULL;
 }
 
 /* Called with the lock held (nbc_init or nbc_progress_thread). */
 int thread_progress_start(void)
 {
-    if (progress_running) return MPI_SUCCESS;
-    if (level != MPI_THREAD_MULTIPLE)
+    if (nbc_rt.threads.progress_running) return MPI_SUCCESS;
+    if (nbc_rt.threads.level != MPI_THREAD_MULTIPLE)
         return nbc_fail(MPI_ERR_OTHER, "the progress thread needs MPI_THREAD_MULTIPLE (initialize MPI with "
                         "MPI_Init_thread)");
-    progress_stop = 0;
-    if (pthread_create(&progress, NULL, progress_main, NULL) != 0)
+    nbc_rt.threads.progress_stop = 0;
+    if (pthread_create(&nbc_rt.threads.progress, NULL, progress_main, NULL) != 0)
         return nbc_fail(MPI_ERR_OTHER, "cannot start the progress thread");
-    progress_running = 1;
+    nbc_rt.threads.progress_running = 1;
     return MPI_SUCCESS;
 }
 
 /* Called without the lock, which the thread needs to notice it should end. */
 void thread_progress_stop(void)
 {
-    if (!progress_running) return;
-    pthread_mutex_lock(&lock);
-    progress_stop = 1;
-    pthread_cond_signal(&work);
-    pthread_mutex_unlock(&lock);
-    pthread_join(progress, NULL);
-    pthread_mutex_lock(&lock);
-    progress_running = 0;
-    pthread_mutex_unlock(&lock);
-}
-
-int nbc_progress_thread(int on)
-{
-    if (on) {
-        int rc = thread_enter();
-        if (rc != MPI_SUCCESS) return rc;
-        rc = nbc_ensure_init();
-        if (rc == MPI_SUCCESS) rc = thread_progress_start();
-        thread_leave();
-        return rc;
-    }
-    thread_progress_stop();
-    return MPI_SUCCESS;
+    if (!nbc_rt.threads.progress_running) return;
+    pthread_mutex_lock(&nbc_rt.threads.lock);
+    nbc_rt.threads.progress_stop = 1;
+    pthread_cond_signal(&nbc_rt.threads.work);
+    pthread_mutex_unlock(&nbc_rt.threads.lock);
+    pthread_join(nbc_rt.threads.progress, NULL);
+    pthread_mutex_lock(&nbc_rt.threads.lock);
+    nbc_rt.threads.progress_running = 0;
+    pthread_mutex_unlock(&nbc_rt.threads.lock);
 }

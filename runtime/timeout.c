@@ -16,9 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "state.h"
 
-static long limit_ns = -1;
 
 /* Still waiting for its communicator's duplicate (MPI_Comm_idup, collective): it cannot be
  * recalled; the request fails, and later ones on the communicator wait for it in turn. */
@@ -28,7 +27,7 @@ static void expire_setup(struct nbc_req *r, long waited_ns)
     failure_where(r, 0, where, sizeof where);
     req_fail(r, MPI_ERR_OTHER, "%s timed out after %.1f s (NBC_TIMEOUT=%.1f) before it started: the duplication of the "
              "communicator (every rank's first collective on it) has not completed; some rank has not called it",
-             where, waited_ns * 1e-9, limit_ns * 1e-9);
+             where, waited_ns * 1e-9, nbc_rt.env.timeout_ns * 1e-9);
 }
 
 static void expire(struct nbc_req *r, long waited_ns)
@@ -73,17 +72,13 @@ static void expire(struct nbc_req *r, long waited_ns)
     uint32_t round = st->round;
     st->round = st->prog->nrounds; /* the next step reports it done */
     st->err_round = round, st->err_req = -1;
-    req_fail(r, MPI_ERR_OTHER, "%s timed out after %.1f s (NBC_TIMEOUT=%.1f): %s%s%s%s%s", where, waited_ns * 1e-9, limit_ns * 1e-9,
+    req_fail(r, MPI_ERR_OTHER, "%s timed out after %.1f s (NBC_TIMEOUT=%.1f): %s%s%s%s%s", where, waited_ns * 1e-9, nbc_rt.env.timeout_ns * 1e-9,
              nmissing ? "no answer from " : "", missing, nmissing && lr ? "; " : "", lr ? "not completed: " : "", rest);
 }
 
 void timeout_poll(struct nbc_req *active)
 {
-    if (limit_ns < 0) {
-        const char *v = getenv("NBC_TIMEOUT");
-        double s = v && *v ? atof(v) : 0;
-        limit_ns = s > 0 ? (long)(s * 1e9) : 0;
-    }
+    long limit_ns = nbc_rt.env.timeout_ns;
     if (limit_ns == 0 || !active) return;
     long now = now_ns();
     for (struct nbc_req *r = active; r; r = r->next) {

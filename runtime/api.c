@@ -1,0 +1,371 @@
+/* The public API: every function nbc.h declares is defined here, and nowhere else. Each takes
+ * the process lock (thread.c) and, where it needs the library, initializes it on first use,
+ * then calls the file that does the work; nothing in the runtime calls back into this file.
+ * Also here: the library's life (start-up and shutdown) and the completion calls. */
+#include "nbc.h"
+
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "calls.h"
+#include "state.h"
+
+const char *nbc_version(void) { return NBC_VERSION; }
+
+const char *nbc_error_message(void) { return error_text(); }
+
+static void shutdown_all(void)
+{
+    req_finalize();
+    programs_finalize();
+    comm_finalize();
+    nbc_rt.life.initialized = 0;
+}
+
+/* MPI_Finalize deletes MPI_COMM_SELF's attributes first: an application that forgot
+ * nbc_finalize is cleaned up there, while MPI still works. Requests still active then are
+ * abandoned (they fail with MPI_ERR_PENDING). */
+static int on_mpi_finalize(MPI_Comm comm, int key, void *attr, void *extra)
+{
+    (void)comm, (void)key, (void)attr, (void)extra;
+    if (!nbc_rt.life.initialized) return MPI_SUCCESS;
+    thread_progress_stop();
+    if (thread_enter() != MPI_SUCCESS) return MPI_SUCCESS;
+    if (nbc_rt.life.initialized) shutdown_all();
+    thread_leave();
+    return MPI_SUCCESS;
+}
+
+/* Called with the lock held. */
+static int init_locked(void)
+{
+    if (nbc_rt.life.initialized) return MPI_SUCCESS;
+    int mpi_up = 0, mpi_down = 0;
+    MPI_Initialized(&mpi_up);
+    MPI_Finalized(&mpi_down);
+    if (!mpi_up || mpi_down) return nbc_fail(MPI_ERR_OTHER, "nbc is used outside MPI_Init .. MPI_Finalize");
+    nbc_rt.life.initialized = 1;
+    thread_init();
+    int rc = settings_read();
+    if (rc == MPI_SUCCESS) rc = comm_init();
+    if (rc == MPI_SUCCESS) rc = programs_init();
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, on_mpi_finalize, &nbc_rt.life.finalize_keyval, NULL);
+    if (rc == MPI_SUCCESS) rc = MPI_Comm_set_attr(MPI_COMM_SELF, nbc_rt.life.finalize_keyval, NULL);
+    if (rc == MPI_SUCCESS && nbc_rt.env.progress_thread) rc = thread_progress_start();
+    if (rc != MPI_SUCCESS) {
+        char why[NBC_ERROR_MAX];
+        snprintf(why, sizeof why, "%s", error_text());
+        shutdown_all();
+        return nbc_fail(rc, "nbc_init failed: %s", why);
+    }
+    return MPI_SUCCESS;
+}
+
+int nbc_init(void)
+{
+    int rc = thread_enter();
+    if (rc != MPI_SUCCESS) return rc;
+    rc = init_locked();
+    thread_leave();
+    return rc;
+}
+
+/* With requests still active, nothing is shut down: they stay valid and the call fails, so
+ * the application can complete them and try again. Requests it still holds otherwise
+ * (persistent ones, or completed ones it never tested) become orphans: see req_finalize. */
+int nbc_finalize(void)
+{
+    int rc = thread_enter();
+    if (rc != MPI_SUCCESS) return rc;
+    int active = nbc_rt.life.initialized ? req_active_count() : 0;
+    thread_leave();
+    if (!nbc_rt.life.initialized) return MPI_SUCCESS;
+    if (active)
+        return nbc_fail(MPI_ERR_PENDING, "nbc_finalize: %d request%s still active: complete %s first", active,
+                        active == 1 ? " is" : "s are", active == 1 ? "it" : "them");
+    thread_progress_stop();
+    if ((rc = thread_enter()) != MPI_SUCCESS) return rc;
+    if (nbc_rt.life.initialized) {
+        shutdown_all(); /* first, so that no attribute is deleted from another's callback */
+        MPI_Comm_delete_attr(MPI_COMM_SELF, nbc_rt.life.finalize_keyval);
+        MPI_Comm_free_keyval(&nbc_rt.life.finalize_keyval);
+    }
+    thread_leave();
+    return MPI_SUCCESS;
+}
+
+/* ---- progress ---- */
+
+int nbc_progress(void)
+{
+    int rc = thread_enter();
+    if (rc != MPI_SUCCESS) return -rc;
+    int moved = 0, completed = nbc_rt.life.initialized ? req_progress_all(&moved) : 0;
+    if (nbc_rt.life.initialized && !moved) stall_poll();
+    thread_leave();
+    return completed;
+}
+
+/* Reports a completed request through *flag: a one-shot request is released and set to
+ * NBC_REQUEST_NULL; a persistent one becomes inactive, ready for its next start. */
+static int finish_if_done(nbc_request *request, int *flag)
+{
+    struct nbc_req *r = *request;
+    *flag = r->state != REQ_ACTIVE;
+    if (r->state == REQ_ACTIVE) return MPI_SUCCESS;
+    if (r->state == REQ_INACTIVE) return MPI_SUCCESS; /* a persistent request not started */
+    int rc = r->st.err;
+    if (rc != MPI_SUCCESS) {
+        if (!r->error[0]) { /* kept in the request too, for nbc_request_error */
+            char text[MPI_MAX_ERROR_STRING];
+            int len = 0;
+            MPI_Error_string(rc, text, &len);
+            snprintf(r->error, sizeof r->error, "an MPI call of the collective failed: %.200s", text);
+        }
+        nbc_fail(rc, "%s", r->error);
+    }
+    if (r->persistent) {
+        r->state = REQ_INACTIVE;
+    } else {
+        req_release(r);
+        *request = NBC_REQUEST_NULL;
+    }
+    return rc;
+}
+
+int nbc_test(nbc_request *request, int *flag)
+{
+    if (!request || !flag) return nbc_fail(MPI_ERR_ARG, "nbc_test: NULL argument");
+    if (*request == NBC_REQUEST_NULL) {
+        *flag = 1;
+        return MPI_SUCCESS;
+    }
+    int rc = thread_enter();
+    if (rc != MPI_SUCCESS) return rc;
+    int moved = 0;
+    if ((*request)->state == REQ_ACTIVE) {
+        req_progress_all(&moved);
+        if (!moved) stall_poll();
+    }
+    rc = finish_if_done(request, flag);
+    thread_leave();
+    return rc;
+}
+
+int nbc_wait(nbc_request *request) { return request ? nbc_waitall(1, request) : nbc_fail(MPI_ERR_ARG, "nbc_wait: request is NULL"); }
+
+/* Spins on progress, yielding the CPU once passes have made no progress for spin_ns: with more
+ * ranks than cores, busy-waiting would starve the very peers we wait for. The lock is let go
+ * between passes, so other threads (and the progress thread) get their turn. */
+int nbc_waitall(int count, nbc_request requests[])
+{
+    if (count < 0 || (count > 0 && !requests)) return nbc_fail(MPI_ERR_ARG, "nbc_waitall: bad arguments");
+    int first_error = MPI_SUCCESS;
+    long idle_since = -1;
+    for (;;) {
+        int rc = thread_enter();
+        if (rc != MPI_SUCCESS) return rc;
+        int pending = 0;
+        for (int i = 0; i < count; i++) {
+            if (requests[i] == NBC_REQUEST_NULL) continue;
+            int flag;
+            rc = finish_if_done(&requests[i], &flag);
+            if (flag && rc != MPI_SUCCESS && first_error == MPI_SUCCESS) first_error = rc;
+            pending += !flag;
+        }
+        if (!pending) {
+            thread_leave();
+            return first_error;
+        }
+        int moved;
+        req_progress_all(&moved);
+        if (!moved) stall_poll();
+        thread_leave();
+        if (moved) {
+            idle_since = -1;
+        } else if (nbc_rt.env.spin_ns == 0) {
+            sched_yield();
+        } else {
+            long t = now_ns();
+            if (idle_since < 0) idle_since = t;
+            else if (t - idle_since > nbc_rt.env.spin_ns) sched_yield();
+        }
+    }
+}
+
+/* ---- the collectives: checked, compiled (or found in the cache) and started (calls.c) ---- */
+
+/* The body of a public call: takes the lock, initializes on first use, returns what expr
+ * does. */
+#define NBC_PUBLIC(expr)                                                    \
+    do {                                                                    \
+        int rc_ = thread_enter();                                           \
+        if (rc_ != MPI_SUCCESS) return rc_;                                 \
+        if ((rc_ = init_locked()) == MPI_SUCCESS) rc_ = (expr);             \
+        thread_leave();                                                     \
+        return rc_;                                                         \
+    } while (0)
+
+/* Under the lock; the request is NBC_REQUEST_NULL whenever the call fails. */
+static int start_call(const call *c, nbc_request *request)
+{
+    if (request) *request = NBC_REQUEST_NULL;
+    NBC_PUBLIC(call_start(c, request));
+}
+
+static int init_call(const call *c, MPI_Info info, nbc_request *request)
+{
+    if (request) *request = NBC_REQUEST_NULL;
+    NBC_PUBLIC(persistent_init(c, info, request));
+}
+
+int nbc_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                   MPI_Comm comm, nbc_request *request)
+{
+    call c = {COLL_ALLREDUCE, "nbc_iallreduce", NULL, 1, sendbuf, recvbuf, count, 0, datatype, op, comm};
+    return start_call(&c, request);
+}
+
+int nbc_ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+                MPI_Comm comm, nbc_request *request)
+{
+    call c = {COLL_REDUCE, "nbc_ireduce", NULL, 1, sendbuf, recvbuf, count, root, datatype, op, comm};
+    return start_call(&c, request);
+}
+
+int nbc_ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, nbc_request *request)
+{
+    call c = {COLL_BCAST, "nbc_ibcast", NULL, 1, NULL, buffer, count, root, datatype, MPI_OP_NULL, comm};
+    return start_call(&c, request);
+}
+
+int nbc_ibarrier(MPI_Comm comm, nbc_request *request)
+{
+    call c = {COLL_BARRIER, "nbc_ibarrier", NULL, 1, NULL, NULL, 0, 0, MPI_BYTE, MPI_OP_NULL, comm};
+    return start_call(&c, request);
+}
+
+int nbc_ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
+                              MPI_Op op, MPI_Comm comm, nbc_request *request)
+{
+    call c = {COLL_REDUCE_SCATTER, "nbc_ireduce_scatter_block", NULL, 1, sendbuf, recvbuf, recvcount, 0, datatype, op, comm};
+    return start_call(&c, request);
+}
+
+int nbc_iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                   MPI_Datatype recvtype, MPI_Comm comm, nbc_request *request)
+{
+    int rc = call_allgather_check(sendbuf, sendcount, sendtype, recvcount, recvtype);
+    if (rc != MPI_SUCCESS) return rc;
+    call c = {COLL_ALLGATHER, "nbc_iallgather", NULL, 1, sendbuf, recvbuf, recvcount, 0, recvtype, MPI_OP_NULL, comm};
+    return start_call(&c, request);
+}
+
+int nbc_iallreduce_multi(void *bufs[], int nbufs, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                         nbc_request *request)
+{
+    call c = {COLL_ALLREDUCE_MULTI, "nbc_iallreduce_multi", bufs, nbufs, MPI_IN_PLACE,
+              bufs && nbufs > 0 ? bufs[0] : NULL, count, 0, datatype, op, comm};
+    return start_call(&c, request);
+}
+
+/* ---- persistent requests (persistent.c) ---- */
+
+int nbc_allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                       MPI_Comm comm, MPI_Info info, nbc_request *request)
+{
+    call c = {COLL_ALLREDUCE, "nbc_allreduce_init", NULL, 1, sendbuf, recvbuf, count, 0, datatype, op, comm};
+    return init_call(&c, info, request);
+}
+
+int nbc_reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+                    MPI_Comm comm, MPI_Info info, nbc_request *request)
+{
+    call c = {COLL_REDUCE, "nbc_reduce_init", NULL, 1, sendbuf, recvbuf, count, root, datatype, op, comm};
+    return init_call(&c, info, request);
+}
+
+int nbc_bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info,
+                   nbc_request *request)
+{
+    call c = {COLL_BCAST, "nbc_bcast_init", NULL, 1, NULL, buffer, count, root, datatype, MPI_OP_NULL, comm};
+    return init_call(&c, info, request);
+}
+
+int nbc_barrier_init(MPI_Comm comm, MPI_Info info, nbc_request *request)
+{
+    call c = {COLL_BARRIER, "nbc_barrier_init", NULL, 1, NULL, NULL, 0, 0, MPI_BYTE, MPI_OP_NULL, comm};
+    return init_call(&c, info, request);
+}
+
+int nbc_reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
+                                  MPI_Op op, MPI_Comm comm, MPI_Info info, nbc_request *request)
+{
+    call c = {COLL_REDUCE_SCATTER, "nbc_reduce_scatter_block_init", NULL, 1, sendbuf, recvbuf, recvcount, 0,
+              datatype, op, comm};
+    return init_call(&c, info, request);
+}
+
+int nbc_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                       MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, nbc_request *request)
+{
+    int rc = call_allgather_check(sendbuf, sendcount, sendtype, recvcount, recvtype);
+    if (rc != MPI_SUCCESS) return rc;
+    call c = {COLL_ALLGATHER, "nbc_allgather_init", NULL, 1, sendbuf, recvbuf, recvcount, 0, recvtype, MPI_OP_NULL, comm};
+    return init_call(&c, info, request);
+}
+
+int nbc_allreduce_multi_init(void *bufs[], int nbufs, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                             MPI_Info info, nbc_request *request)
+{
+    call c = {COLL_ALLREDUCE_MULTI, "nbc_allreduce_multi_init", bufs, nbufs, MPI_IN_PLACE,
+              bufs && nbufs > 0 ? bufs[0] : NULL, count, 0, datatype, op, comm};
+    return init_call(&c, info, request);
+}
+
+/* These need no initialized library: a request exists only once it is. */
+#define NBC_LOCKED(expr)                                                    \
+    do {                                                                    \
+        int rc_ = thread_enter();                                           \
+        if (rc_ != MPI_SUCCESS) return rc_;                                 \
+        rc_ = (expr);                                                       \
+        thread_leave();                                                     \
+        return rc_;                                                         \
+    } while (0)
+
+int nbc_start(nbc_request *request) { NBC_LOCKED(persistent_start(request)); }
+int nbc_startall(int count, nbc_request requests[]) { NBC_LOCKED(persistent_startall(count, requests)); }
+int nbc_request_free(nbc_request *request) { NBC_LOCKED(persistent_free(request)); }
+int nbc_set_priority(nbc_request request, int priority) { NBC_LOCKED(persistent_set_priority(request, priority)); }
+
+/* Why the request's last run failed: its own message, kept until it starts again or is
+ * released ("" when it has not failed). */
+const char *nbc_request_error(nbc_request request)
+{
+    if (request == NBC_REQUEST_NULL || thread_enter() != MPI_SUCCESS) return "";
+    const char *text = request->state != REQ_ACTIVE && request->st.err != MPI_SUCCESS ? request->error : "";
+    thread_leave();
+    return text;
+}
+
+/* ---- schedules and selection (programs.c) ---- */
+
+int nbc_load_schedules(const char *path) { NBC_PUBLIC(programs_load_schedules(path)); }
+int nbc_set_schedule(const char *collective, const char *name) { NBC_PUBLIC(programs_set_schedule(collective, name)); }
+int nbc_set_selection(const char *text) { NBC_PUBLIC(programs_set_selection(text)); }
+int nbc_load_tuning(const char *path) { NBC_PUBLIC(programs_load_tuning(path)); }
+int nbc_get_cache_stats(nbc_cache_stats *stats) { NBC_PUBLIC(programs_cache_stats(stats)); }
+
+/* ---- the progress thread (thread.c) ---- */
+
+int nbc_progress_thread(int on)
+{
+    if (on) NBC_PUBLIC(thread_progress_start());
+    thread_progress_stop();
+    return MPI_SUCCESS;
+}
