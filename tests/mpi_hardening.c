@@ -4,7 +4,8 @@
  * range, the instruction bound and a NULL collective.
  * Run as `mpiexec -n P ./mpi_hardening` from the repository's top directory; prints ok/FAIL
  * lines from rank 0. With --init-error VAR it only checks that the first call fails naming
- * VAR (run it with a bad VAR in the environment). */
+ * VAR (run it with a bad VAR in the environment). With --trace it runs a few allreduces for
+ * NBC_TRACE's check (tests/run.sh reads what it prints). */
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -168,6 +169,58 @@ static void files(void)
           "nbc_set_schedule(NULL, ...) says no collective is named", "rc %d: %s", rc, nbc_error_message());
 }
 
+/* Two persistent requests fail at run time, each with its own message (nbc_request_error),
+ * while nbc_error_message keeps only the last one reported. Their schedule sends two elements
+ * where the receiver expects one: MPI reports the truncation, through MPI_COMM_WORLD's error
+ * handler in MPICH, so that one returns errors for the while. */
+static void request_errors(void)
+{
+    char path[64];
+    snprintf(path, sizeof path, "truncating-%d.nbs", rank);
+    write_file(path, "schedule truncating implements allreduce\nrequires count >= 2\n{\n"
+                     "    round { send sendbuf[0 : 2] to (rank + 1) % p; recv recvbuf[0] from (rank - 1) % p; }\n}\n");
+    int rc = nbc_load_schedules(path);
+    unlink(path);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int in[2][COUNT] = {{0}}, out[2][COUNT];
+    nbc_request r[2] = {NBC_REQUEST_NULL, NBC_REQUEST_NULL};
+    for (int i = 0; i < 2 && rc == MPI_SUCCESS; i++) {
+        MPI_Info info;
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "nbc_name", i ? "second" : "first");
+        rc = nbc_set_schedule("allreduce", "truncating");
+        if (rc == MPI_SUCCESS) rc = nbc_allreduce_init(in[i], out[i], COUNT, MPI_INT, MPI_SUM, MPI_COMM_WORLD, info, &r[i]);
+        MPI_Info_free(&info);
+    }
+    nbc_set_schedule("allreduce", NULL);
+    int fresh = rc == MPI_SUCCESS && !*nbc_request_error(r[0]) && !*nbc_request_error(r[1]);
+    if (rc == MPI_SUCCESS) rc = nbc_startall(2, r);
+    int wait_rc = rc == MPI_SUCCESS ? nbc_waitall(2, r) : rc;
+    const char *e0 = nbc_request_error(r[0]), *e1 = nbc_request_error(r[1]);
+    check(rc == MPI_SUCCESS && wait_rc != MPI_SUCCESS && fresh && strstr(e0, "request 'first'") && strstr(e0, "truncating") &&
+              strstr(e0, "round 0") && strstr(e1, "request 'second'") && strstr(nbc_error_message(), "request '"),
+          "two failed requests each keep their own message (nbc_request_error)", "rc %d, wait %d, fresh %d: '%s' / '%s' / last '%s'", rc,
+          wait_rc, fresh, e0, e1, nbc_error_message());
+    check(!*nbc_request_error(NBC_REQUEST_NULL), "nbc_request_error(NBC_REQUEST_NULL) is empty", "'%s'", nbc_request_error(NBC_REQUEST_NULL));
+    for (int i = 0; i < 2; i++) nbc_request_free(&r[i]);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+}
+
+/* NBC_TRACE: three calls of one shape and one of another, each program traced once. */
+static int trace_run(void)
+{
+    int in[16] = {0}, out[16];
+    int rc = nbc_set_schedule("allreduce", "ring");
+    for (int i = 0; i < 4 && rc == MPI_SUCCESS; i++) {
+        nbc_request r;
+        rc = nbc_iallreduce(in, out, i < 3 ? 8 : 16, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r);
+        if (rc == MPI_SUCCESS) rc = nbc_wait(&r);
+    }
+    check(rc == MPI_SUCCESS, "four allreduces under NBC_TRACE", "rc %d: %s", rc, nbc_error_message());
+    nbc_finalize();
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -178,10 +231,13 @@ int main(int argc, char **argv)
         char name[160];
         snprintf(name, sizeof name, "a bad %s fails nbc_init, naming it", argv[2]);
         check(rc != MPI_SUCCESS && strstr(nbc_error_message(), argv[2]), name, "rc %d: %s", rc, nbc_error_message());
+    } else if (argc == 2 && !strcmp(argv[1], "--trace")) {
+        trace_run();
     } else {
         setenv("NBC_MAX_INSNS", "1000", 1); /* read at nbc_init, by the first call */
         hostile_schedules();
         files();
+        request_errors();
         nbc_finalize();
     }
     MPI_Finalize();

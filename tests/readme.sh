@@ -146,7 +146,7 @@ NBC_SCHEDULE_PATH=/nonexistent:examples NBC_ALLREDUCE=star timeout 120 $MPIEXEC 
 grep -q "^summary: 2 ranks, all verified OK" "$tmp/out"
 check "NBC_SCHEDULE_PATH skips a directory that does not exist" $? "$(head -n 3 "$tmp/out")"
 missing=""
-for v in $(grep -rhoE 'getenv\("[A-Z_]+"\)|"(MPI_LOCALNRANKS|OMPI_COMM_WORLD_LOCAL_SIZE)"' runtime | grep -oE '[A-Z_]{4,}' | sort -u); do
+for v in $(grep -rhoE '(getenv|env_[a-z]+)\("[A-Z_]+"|"(MPI_LOCALNRANKS|OMPI_COMM_WORLD_LOCAL_SIZE)"' runtime | grep -oE '[A-Z_]{4,}' | sort -u); do
     grep -q "\`$v" README.md || missing="$missing $v"
 done
 check "the README names every environment variable the library reads" $((${#missing} != 0)) "missing:$missing"

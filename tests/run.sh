@@ -141,9 +141,25 @@ suite "hardening" sh tests/hardening.sh "$BINDIR"
 for p in 1 3; do
     ASAN_OPTIONS=detect_leaks=0 suite "mpi_hardening p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_hardening"
 done
-for v in NBC_CACHE_BYTES=-1 NBC_CACHE_ENTRIES=abc NBC_MAX_INSNS=12x NBC_TUNING=/dev/zero; do
+# every variable goes through one strict parser (runtime/env.c): a bad value fails nbc_init, naming it
+for v in NBC_CACHE_BYTES=-1 NBC_CACHE_ENTRIES=abc NBC_MAX_INSNS=12x NBC_TUNING=/dev/zero NBC_CHECK=yes NBC_TIMEOUT=-1 \
+    NBC_STALL_WARNING=1m NBC_TRACE=3 NBC_SPIN_US=2x NBC_PREEMPT_US=' 5' NBC_PROGRESS_THREAD=on; do
     ASAN_OPTIONS=detect_leaks=0 suite "mpi_hardening $v" env "$v" $MPIEXEC -n 1 "$BUILD/tests/mpi_hardening" --init-error "${v%%=*}"
 done
+# NBC_TRACE=1: each program once, the first time a call runs it, as nbcc dump prints it
+NBC_TRACE=1 ASAN_OPTIONS=detect_leaks=0 timeout 120 $MPIEXEC -n 2 "$BUILD/tests/mpi_hardening" --trace > "$tmp/out" 2> "$tmp/err"
+ok=$(grep -c "^ok" "$tmp/out")
+[ "$ok" -eq 1 ] && [ "$(grep -c '^nbc: trace: allreduce on rank .* of 2 runs this program for the first time:$' "$tmp/err")" -eq 4 ]
+rc=$?
+for r in 0 1; do
+    for n in 8 16; do
+        awk -v h="schedule allreduce_ring (schedules/allreduce_ring.nbs) p=2 rank=$r count=$n esize=4" \
+            '$0 == h { on = 1; next } /^nbc: trace:/ { on = 0 } on' "$tmp/err" > "$tmp/traced"
+        "$BINDIR/nbcc" dump ring --p 2 --rank "$r" --count "$n" | tail -n +2 > "$tmp/dumped"
+        [ -s "$tmp/traced" ] && cmp -s "$tmp/traced" "$tmp/dumped" || rc=1
+    done
+done
+check "NBC_TRACE=1 prints each program once, as nbcc dump does" $rc "$(head -n 12 "$tmp/err")"
 # the fuzzers of `make fuzz`, 20 s each (plain build only)
 [ -z "$TAG" ] && [ -n "$FUZZ_BUILD" ] && suite "fuzz" sh tests/fuzz/run.sh "$FUZZ_BUILD" 20
 
