@@ -120,15 +120,7 @@ static int finish_if_done(nbc_request *request, int *flag)
     if (r->state == REQ_ACTIVE) return MPI_SUCCESS;
     if (r->state == REQ_INACTIVE) return MPI_SUCCESS; /* a persistent request not started */
     int rc = r->st.err;
-    if (rc != MPI_SUCCESS) {
-        if (!r->error[0]) { /* kept in the request too, for nbc_request_error */
-            char text[MPI_MAX_ERROR_STRING];
-            int len = 0;
-            MPI_Error_string(rc, text, &len);
-            snprintf(r->error, sizeof r->error, "an MPI call of the collective failed: %.200s", text);
-        }
-        nbc_fail(rc, "%s", r->error);
-    }
+    if (rc != MPI_SUCCESS) nbc_fail(rc, "%s", req_error(r));
     if (r->persistent) {
         r->state = REQ_INACTIVE;
     } else {
@@ -348,7 +340,7 @@ int nbc_set_priority(nbc_request request, int priority) { NBC_LOCKED(persistent_
 const char *nbc_request_error(nbc_request request)
 {
     if (request == NBC_REQUEST_NULL || thread_enter() != MPI_SUCCESS) return "";
-    const char *text = request->state != REQ_ACTIVE && request->st.err != MPI_SUCCESS ? request->error : "";
+    const char *text = request->state != REQ_ACTIVE ? req_error(request) : "";
     thread_leave();
     return text;
 }

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include "../compiler/program.h"
 
-/* Filled in by select_program (select.c). */
+/* Filled in by programs_for_call (programs.c). */
 typedef struct {
     uint64_t schedule;  /* a forced schedule's lib_identity (hash of its name and its file's
                            text); under automatic selection a value per collective, new each

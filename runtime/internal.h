@@ -99,6 +99,7 @@ void req_start(struct nbc_req *r);     /* first step, then into the active list 
 int req_progress_all(int *moved);      /* completed count, or < 0 for an MPI error */
 int req_active_count(void);
 void req_finalize(void);               /* requests still held become orphans: see nbc.c */
+const char *req_error(struct nbc_req *r); /* its failure in words, "" when none */
 /* Fails the request (err, with a message of its own) without issuing more. */
 void req_fail(struct nbc_req *r, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

@@ -162,6 +162,20 @@ void req_fail(struct nbc_req *r, int err, const char *fmt, ...)
     r->st.err = err;
 }
 
+/* Its failure in words, kept in the request for nbc_request_error: the message given when it
+ * failed, else MPI's for its error code; "" when it has not failed. */
+const char *req_error(struct nbc_req *r)
+{
+    if (r->st.err == MPI_SUCCESS) return "";
+    if (!r->error[0]) {
+        char text[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        MPI_Error_string(r->st.err, text, &len);
+        snprintf(r->error, sizeof r->error, "an MPI call of the collective failed: %.200s", text);
+    }
+    return r->error;
+}
+
 /* A request runs once its communicator's private duplicate exists, and (NBC_CHECK) once the
  * ranks agreed that they run the same collective. */
 static int step(struct nbc_req *r, int may_issue)
