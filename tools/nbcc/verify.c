@@ -109,7 +109,7 @@ static int verify_one(const sched_lib *lib, const sched_def *s, const verify_opt
     if (nbufs != &one) free(nbufs);
     if (bad) return bad;
     if (runs == 0) {
-        fprintf(stderr, "%s (%s): nothing verified: its requirements fail for every p and count given\n", s->name, s->src->name);
+        nbcc_error("%s (%s): nothing verified: its requirements fail for every p and count given", s->name, s->src->name);
         return 1;
     }
     printf("%s (%s): ok, %ld runs (p = %s; counts %s;%s%s%s %s)", s->name, s->src->name, runs, o->p_text,
