@@ -5,11 +5,7 @@
 #include "nbc.h"
 
 #include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
 #include "calls.h"
 #include "state.h"
