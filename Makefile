@@ -58,9 +58,14 @@ NBCC   := $(BINDIR)/nbcc
 # tests, the kernel benchmark). The installed libraries export only what nbc.h declares.
 INTERNAL := $(BUILD)/lib/libnbc-internal.a
 EXPORTS  := $(BUILD)/gen/exports.txt
+# The interposition library and its tests (see its rule below).
+INTERPOSE := $(BUILD)/lib/libnbcmpi.so
+INTERPOSE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard interpose/*.c)))
+INTERPOSE_TESTS := interpose_coll interpose_mpi_only
 
 .PHONY: all demo test install uninstall clean deps docs
-all: $(STATIC) $(SHARED) $(NBCC) $(EXAMPLES:%=$(BINDIR)/%) $(TESTS:%=$(BUILD)/tests/%)
+all: $(STATIC) $(SHARED) $(NBCC) $(EXAMPLES:%=$(BINDIR)/%) $(TESTS:%=$(BUILD)/tests/%) $(INTERPOSE) \
+     $(INTERPOSE_TESTS:%=$(BUILD)/tests/%)
 
 # Missing Debian packages are installed once per build directory.
 deps: $(call DEPS,deps)
@@ -130,6 +135,24 @@ $(SHARED): $(LIB_OBJ) $(EXPORTS)
 	{ echo '{ global:'; sed 's/$$/;/' $(EXPORTS); echo 'local: *; };'; } > $(BUILD)/lib/libnbc.map
 	$(CC) -shared -Wl,-soname,libnbc.so.0 -Wl,--version-script=$(BUILD)/lib/libnbc.map -o $@ $(LIB_OBJ) $(LDLIBS)
 	ln -sf libnbc.so $(BUILD)/lib/libnbc.so.0
+
+# The interposition library (interpose/, docs/interpose.md): MPI's collective calls on nbc for
+# programs not rebuilt (LD_PRELOAD=$(BUILD)/lib/libnbcmpi.so). Its copy of nbc calls PMPI_
+# for every MPI function, so that nbc's own waits and receives never come back into the
+# wrappers; it exports only the MPI_ functions it defines.
+$(INTERPOSE_OBJ): CPPFLAGS += -Iinterpose
+$(INTERPOSE): $(INTERPOSE_OBJ) $(STATIC)
+	nm -u $(BUILD)/lib/libnbc.o | awk '$$2 ~ /^MPI_/ { print $$2 " P" $$2 }' > $(BUILD)/lib/nbcmpi.redefine
+	objcopy --redefine-syms=$(BUILD)/lib/nbcmpi.redefine $(BUILD)/lib/libnbc.o $(BUILD)/lib/libnbc-pmpi.o
+	printf '{ global: MPI_*; local: *; };\n' > $(BUILD)/lib/libnbcmpi.map
+	$(CC) -shared -Wl,-soname,libnbcmpi.so.0 -Wl,--version-script=$(BUILD)/lib/libnbcmpi.map -o $@ \
+	    $(INTERPOSE_OBJ) $(BUILD)/lib/libnbc-pmpi.o $(LDLIBS) -lpthread
+	ln -sf libnbcmpi.so $(BUILD)/lib/libnbcmpi.so.0
+
+# Its tests are plain MPI programs, built without nbc, run with and without the preload.
+$(BUILD)/tests/interpose_%: tests/interpose_%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLFLAGS) $< -lm -o $@
 
 NBCC_SRC := tools/nbcc.c tools/nbcc_select.c tools/nbcc_failures.c
 $(NBCC): $(NBCC_SRC) $(INTERNAL)

@@ -1,0 +1,131 @@
+/* Progress while the application sits in its own blocking point-to-point call. MPICH's
+ * progress engine polls a generalized request only from a test or wait that names it, not from
+ * MPI_Recv or a wait on other requests: so, while collectives are running, the blocking calls
+ * below become their non-blocking form plus a loop that tests it and drives nbc (yielding the
+ * CPU when nothing moved: with more ranks than cores, spinning starves the peers). With no
+ * collective running they are MPICH's own, at the cost of one atomic load; the tests and
+ * MPI_Iprobe drive nbc too, as MPI says every test makes progress. */
+#include <sched.h>
+
+#include "nbcmpi.h"
+
+static void idle(void)
+{
+    if (!nm_progress()) sched_yield();
+}
+
+int nm_wait(MPI_Request *request, MPI_Status *status)
+{
+    for (;;) {
+        int flag = 0, rc = PMPI_Test(request, &flag, status);
+        if (rc != MPI_SUCCESS || flag) return rc;
+        if (!nm_active()) return PMPI_Wait(request, status);
+        idle();
+    }
+}
+
+int MPI_Wait(MPI_Request *request, MPI_Status *status)
+{
+    return nm_active() ? nm_wait(request, status) : PMPI_Wait(request, status);
+}
+
+int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
+{
+    for (;;) {
+        if (!nm_active()) return PMPI_Waitall(count, requests, statuses);
+        int flag = 0, rc = PMPI_Testall(count, requests, &flag, statuses);
+        if (rc != MPI_SUCCESS || flag) return rc;
+        idle();
+    }
+}
+
+int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
+{
+    for (;;) {
+        if (!nm_active()) return PMPI_Waitany(count, requests, index, status);
+        int flag = 0, rc = PMPI_Testany(count, requests, index, &flag, status);
+        if (rc != MPI_SUCCESS || flag) return rc;
+        idle();
+    }
+}
+
+int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[])
+{
+    for (;;) {
+        if (!nm_active()) return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+        int rc = PMPI_Testsome(incount, requests, outcount, indices, statuses);
+        if (rc != MPI_SUCCESS || *outcount != 0) return rc;
+        idle();
+    }
+}
+
+int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
+    if (!nm_active()) return PMPI_Recv(buf, count, type, source, tag, comm, status);
+    MPI_Request r;
+    int rc = PMPI_Irecv(buf, count, type, source, tag, comm, &r);
+    return rc != MPI_SUCCESS ? rc : nm_wait(&r, status);
+}
+
+int MPI_Send(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm)
+{
+    if (!nm_active()) return PMPI_Send(buf, count, type, dest, tag, comm);
+    MPI_Request r;
+    int rc = PMPI_Isend(buf, count, type, dest, tag, comm, &r);
+    return rc != MPI_SUCCESS ? rc : nm_wait(&r, MPI_STATUS_IGNORE);
+}
+
+int MPI_Ssend(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm)
+{
+    if (!nm_active()) return PMPI_Ssend(buf, count, type, dest, tag, comm);
+    MPI_Request r;
+    int rc = PMPI_Issend(buf, count, type, dest, tag, comm, &r);
+    return rc != MPI_SUCCESS ? rc : nm_wait(&r, MPI_STATUS_IGNORE);
+}
+
+int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status)
+{
+    if (!nm_active())
+        return PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+                             recvtag, comm, status);
+    MPI_Request r[2];
+    MPI_Status st[2];
+    int rc = PMPI_Irecv(recvbuf, recvcount, recvtype, source, recvtag, comm, &r[0]);
+    if (rc == MPI_SUCCESS) rc = PMPI_Isend(sendbuf, sendcount, sendtype, dest, sendtag, comm, &r[1]);
+    if (rc == MPI_SUCCESS) rc = MPI_Waitall(2, r, st);
+    if (status != MPI_STATUS_IGNORE) *status = st[0];
+    return rc;
+}
+
+int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
+{
+    for (;;) {
+        if (!nm_active()) return PMPI_Probe(source, tag, comm, status);
+        int flag = 0, rc = PMPI_Iprobe(source, tag, comm, &flag, status);
+        if (rc != MPI_SUCCESS || flag) return rc;
+        idle();
+    }
+}
+
+int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
+{
+    if (nm_active()) nm_progress();
+    return PMPI_Test(request, flag, status);
+}
+
+int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
+{
+    if (nm_active()) nm_progress();
+    return PMPI_Iprobe(source, tag, comm, flag, status);
+}
+
+/* MPICH's MPI_Request_get_status does not poll generalized requests. */
+int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
+{
+    if (nm_active()) {
+        nm_progress();
+        nm_poll_all();
+    }
+    return PMPI_Request_get_status(request, flag, status);
+}
