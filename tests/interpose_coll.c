@@ -622,6 +622,186 @@ static void test_window(int iters)
     report(name, bad);
 }
 
+/* ---- what goes to MPICH: an intercommunicator, the v-variants; results still right ---- */
+static void test_fallbacks(void)
+{
+    int bad = 0, n = 10;
+    int s[10], r[10 * 16];
+    MPI_Request q;
+    if (p >= 2) {
+        MPI_Comm half, inter;
+        int color = rank < p / 2;
+        MPI_Comm_split(MPI_COMM_WORLD, color, rank, &half);
+        MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, color ? p / 2 : 0, 99, &inter);
+        int remote;
+        MPI_Comm_remote_size(inter, &remote);
+        for (int i = 0; i < n; i++) s[i] = rank + i;
+        MPI_Iallreduce(s, r, n, MPI_INT, MPI_SUM, inter, &q);
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
+        /* the result is the sum over the other group */
+        int lo = color ? p / 2 : 0, hi = color ? p : p / 2;
+        for (int i = 0; i < n; i++) {
+            int w = 0;
+            for (int k = lo; k < hi; k++) w += k + i;
+            if (r[i] != w) bad |= fail("intercommunicator allreduce at %d: %d want %d", i, r[i], w);
+        }
+        MPI_Comm_free(&inter);
+        MPI_Comm_free(&half);
+    }
+    int counts[16], displs[16];
+    for (int k = 0; k < p; k++) counts[k] = 1 + k % 2, displs[k] = k == 0 ? 0 : displs[k - 1] + counts[k - 1];
+    int total = displs[p - 1] + counts[p - 1];
+    int *in = malloc(total * sizeof(int));
+    for (int i = 0; i < total; i++) in[i] = val(rank, i, 3);
+    MPI_Ireduce_scatter(in, r, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &q);
+    MPI_Wait(&q, MPI_STATUS_IGNORE);
+    for (int i = 0; i < counts[rank]; i++) {
+        int w = 0;
+        for (int k = 0; k < p; k++) w += val(k, displs[rank] + i, 3);
+        if (r[i] != w) bad |= fail("ireduce_scatter (v) at %d", i);
+    }
+    for (int i = 0; i < counts[rank]; i++) s[i] = val(rank, i, 6);
+    MPI_Iallgatherv(s, counts[rank], MPI_INT, r, counts, displs, MPI_INT, MPI_COMM_WORLD, &q);
+    MPI_Wait(&q, MPI_STATUS_IGNORE);
+    for (int k = 0; k < p; k++)
+        for (int i = 0; i < counts[k]; i++)
+            if (r[displs[k] + i] != val(k, i, 6)) bad |= fail("iallgatherv block %d", k);
+    free(in);
+    report("what goes to MPICH: an intercommunicator, MPI_Ireduce_scatter, MPI_Iallgatherv", bad);
+}
+
+/* ---- progress while blocked in point-to-point ---- */
+/* Rank 1 waits for its allreduce before it sends to rank 0; rank 0 sits in MPI_Recv (then in
+ * MPI_Wait on a receive) meanwhile: its part of the allreduce must move from inside them. */
+static void test_progress(void)
+{
+    int bad = 0, n = 1000;
+    if (p < 2) {
+        report("progress while blocked in MPI_Recv and MPI_Wait (nothing to do at p=1)", 0);
+        return;
+    }
+    int *s = malloc(n * sizeof(int)), *r = malloc(n * sizeof(int)), *w = malloc(n * sizeof(int));
+    fill_int(s, rank, n, MPI_INT);
+    reference(w, n, MPI_INT, MPI_SUM, fill_int, 0);
+    for (int round = 0; round < 2; round++) {
+        MPI_Request q;
+        int token = -1;
+        MPI_Iallreduce(s, r, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &q);
+        if (rank == 0) {
+            if (round == 0) {
+                MPI_Recv(&token, 1, MPI_INT, 1, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else {
+                MPI_Request rq;
+                MPI_Irecv(&token, 1, MPI_INT, 1, 77, MPI_COMM_WORLD, &rq);
+                MPI_Wait(&rq, MPI_STATUS_IGNORE);
+            }
+            if (token != 42) bad |= fail("token %d", token);
+            MPI_Wait(&q, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Wait(&q, MPI_STATUS_IGNORE);
+            token = 42;
+            if (rank == 1) MPI_Send(&token, 1, MPI_INT, 0, 77, MPI_COMM_WORLD);
+        }
+        if (memcmp(r, w, n * sizeof(int))) bad |= fail("allreduce result (round %d)", round);
+    }
+    free(s), free(r), free(w);
+    report("progress while blocked in MPI_Recv and MPI_Wait on point-to-point", bad);
+}
+
+/* ---- errors: through the communicator's error handler ---- */
+static int handler_calls, handler_code;
+static void count_errors(MPI_Comm *c, int *code, ...)
+{
+    (void)c;
+    handler_calls++;
+    handler_code = *code;
+}
+
+static void test_errors(int interposed)
+{
+    int bad = 0, x = 0, y;
+    MPI_Errhandler eh;
+    MPI_Comm c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    MPI_Comm_create_errhandler(count_errors, &eh);
+    MPI_Comm_set_errhandler(c, eh);
+    MPI_Request q = MPI_REQUEST_NULL;
+    /* (a count of -1 would do as well, but MPICH 4.0.2 itself crashes on it at p = 1) */
+    int rc = MPI_Ireduce(&x, &y, 1, MPI_INT, MPI_SUM, p + 5, c, &q);
+    int cls = -1;
+    MPI_Error_class(rc, &cls);
+    if (rc == MPI_SUCCESS || cls != MPI_ERR_ROOT) bad |= fail("a root out of range: error class %d", cls);
+    if (handler_calls != 1 || handler_code != rc) bad |= fail("the handler ran %d times", handler_calls);
+    if (interposed) {
+        /* MPI_Cancel on a collective is refused; the collective still completes */
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+        MPI_Ibarrier(c, &q);
+        rc = MPI_Cancel(&q);
+        if (rc == MPI_SUCCESS) bad |= fail("MPI_Cancel on a collective succeeded");
+        MPI_Status st;
+        MPI_Wait(&q, &st);
+        int cancelled = 1;
+        MPI_Test_cancelled(&st, &cancelled);
+        if (cancelled) bad |= fail("the barrier reports itself cancelled");
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+        MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_ARE_FATAL);
+        /* freed while running: still completes (MPI_Finalize waits for it) */
+        static int b[100];
+        MPI_Ibcast(b, 100, MPI_INT, 0, c, &q);
+        MPI_Request_free(&q);
+        if (q != MPI_REQUEST_NULL) bad |= fail("MPI_Request_free left the handle");
+    }
+    MPI_Comm_free(&c);
+    MPI_Errhandler_free(&eh);
+    report(interposed ? "errors: the communicator's handler; MPI_Cancel refused; MPI_Request_free on a running one"
+                      : "errors: the communicator's handler",
+           bad);
+}
+
+/* ---- blocking collectives (on nbc under NBC_MPI_BLOCKING=1) and persistent ones ---- */
+static void test_blocking(void)
+{
+    int bad = 0, n = 257, root = p / 2;
+    int *s = malloc(n * p * sizeof(int)), *r = malloc(n * p * sizeof(int)), *w = malloc(n * p * sizeof(int));
+    fill_int(s, rank, n, MPI_INT);
+    reference(w, n, MPI_INT, MPI_SUM, fill_int, 0);
+    MPI_Allreduce(s, r, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (memcmp(r, w, n * sizeof(int))) bad |= fail("MPI_Allreduce");
+    MPI_Reduce(s, r, n, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD);
+    if (rank == root && memcmp(r, w, n * sizeof(int))) bad |= fail("MPI_Reduce");
+    for (int i = 0; i < n; i++) r[i] = rank == root ? i : -1;
+    MPI_Bcast(r, n, MPI_INT, root, MPI_COMM_WORLD);
+    for (int i = 0; i < n; i++)
+        if (r[i] != i) bad |= fail("MPI_Bcast");
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int i = 0; i < n; i++) s[i] = val(rank, i, 8);
+    MPI_Allgather(s, n, MPI_INT, r, n, MPI_INT, MPI_COMM_WORLD);
+    for (int k = 0; k < p; k++)
+        for (int i = 0; i < n; i++)
+            if (r[k * n + i] != val(k, i, 8)) bad |= fail("MPI_Allgather");
+    for (int i = 0; i < n * p; i++) s[i] = val(rank, i, 0);
+    MPI_Reduce_scatter_block(s, r, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    for (int i = 0; i < n; i++) {
+        int x = 0;
+        for (int k = 0; k < p; k++) x += val(k, rank * n + i, 0);
+        if (r[i] != x) bad |= fail("MPI_Reduce_scatter_block");
+    }
+    /* persistent: started and completed many times */
+    MPI_Request q;
+    fill_int(s, rank, n, MPI_INT);
+    MPI_Allreduce_init(s, r, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &q);
+    for (int it = 0; it < 50; it++) {
+        memset(r, 0, n * sizeof(int));
+        MPI_Start(&q);
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
+        if (memcmp(r, w, n * sizeof(int))) bad |= fail("MPI_Allreduce_init start %d", it);
+    }
+    MPI_Request_free(&q);
+    free(s), free(r), free(w);
+    report("blocking collectives, and a persistent MPI_Allreduce_init started 50 times", bad);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -640,6 +820,10 @@ int main(int argc, char **argv)
     test_pairs();
     test_mixed_arrays();
     test_window(iters);
+    test_fallbacks();
+    test_progress();
+    test_errors(expect);
+    test_blocking();
     MPI_Finalize();
     return failures != 0;
 }
