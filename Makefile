@@ -58,14 +58,15 @@ NBCC   := $(BINDIR)/nbcc
 # tests, the kernel benchmark). The installed libraries export only what nbc.h declares.
 INTERNAL := $(BUILD)/lib/libnbc-internal.a
 EXPORTS  := $(BUILD)/gen/exports.txt
-# The interposition library and its tests (see its rule below).
+# The interposition library and its tests (see its rule below): MPICH only, as it hands out
+# MPICH's generalized requests with a poll function (MPIX_Grequest_class_create).
 INTERPOSE := $(BUILD)/lib/libnbcmpi.so
 INTERPOSE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard interpose/*.c)))
-INTERPOSE_TESTS := interpose_coll interpose_mpi_only
+INTERPOSE_TESTS := interpose_coll interpose_overlap
 
 .PHONY: all demo test install uninstall clean deps docs
-all: $(STATIC) $(SHARED) $(NBCC) $(EXAMPLES:%=$(BINDIR)/%) $(TESTS:%=$(BUILD)/tests/%) $(INTERPOSE) \
-     $(INTERPOSE_TESTS:%=$(BUILD)/tests/%)
+all: $(STATIC) $(SHARED) $(NBCC) $(EXAMPLES:%=$(BINDIR)/%) $(TESTS:%=$(BUILD)/tests/%) \
+     $(if $(filter mpich,$(MPI)),$(INTERPOSE) $(INTERPOSE_TESTS:%=$(BUILD)/tests/%))
 
 # Missing Debian packages are installed once per build directory.
 deps: $(call DEPS,deps)
