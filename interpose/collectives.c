@@ -84,9 +84,12 @@ static int as_bytes(nm_req *r, int slot, const void *buf, int count, MPI_Datatyp
 /* count * size beyond an int of bytes: MPICH's (equal on every rank: the signature is). */
 static int too_large(int count, MPI_Datatype type, int times)
 {
-    int size;
-    if (count < 0 || PMPI_Type_size(type, &size) != MPI_SUCCESS) return 0; /* nbc reports it */
-    return (long long)count * size * times > INT_MAX;
+    MPI_Aint size;
+    if (count <= 0) return 0; /* (a negative one: nbc reports it) */
+    if (nm_dense(type, &size) == 2) return (long long)count * size * times > INT_MAX; /* no MPI call */
+    int s;
+    if (PMPI_Type_size(type, &s) != MPI_SUCCESS) return 0;
+    return (long long)count * s * times > INT_MAX;
 }
 
 /* The end of every call: a failed start is undone and reported, a good one published. */

@@ -18,6 +18,24 @@ static int active; /* on the list (atomic, read without the lock) */
 static nm_req *list;
 static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Released requests are kept for the next call, per thread (no lock, no malloc, no clearing
+ * of a fresh allocation on the usual path); a request freed by another thread than the one
+ * that made it just changes pools. */
+static __thread nm_req *pool;
+static __thread int pooled;
+enum { POOL_MAX = 64 };
+
+static void release(nm_req *r)
+{
+    if (pooled >= POOL_MAX) {
+        free(r);
+        return;
+    }
+    r->next = pool;
+    pool = r;
+    pooled++;
+}
+
 static void unlink_req(nm_req *r)
 {
     if (r->prev) r->prev->next = r->next;
@@ -36,7 +54,7 @@ static void finish(nm_req *r, int rc)
     nm_layout_finish(r);
     r->done = 1;
     MPI_Grequest_complete(r->handle);
-    if (orphan) free(r);
+    if (orphan) release(r);
 }
 
 /* nbc_test on the collective; 1 when this caller is the one to finish it. */
@@ -83,8 +101,10 @@ static int query_fn(void *state, MPI_Status *status)
     nm_req *r = state;
     status->MPI_SOURCE = MPI_ANY_SOURCE;
     status->MPI_TAG = MPI_ANY_TAG;
-    MPI_Status_set_elements(status, MPI_BYTE, 0);
-    MPI_Status_set_cancelled(status, 0);
+    /* MPICH's fields for MPI_Status_set_elements(0) and MPI_Status_set_cancelled(0), without
+     * two calls on every completion (this library is MPICH's only) */
+    status->count_lo = 0;
+    status->count_hi_and_cancelled = 0;
     return r->err;
 }
 
@@ -95,7 +115,7 @@ static int free_fn(void *state)
 {
     nm_req *r = state;
     if (r->freed) return MPI_SUCCESS;
-    if (r->done) free(r);
+    if (r->done) release(r);
     else r->freed = 1;
     return MPI_SUCCESS;
 }
@@ -115,8 +135,14 @@ static void make_class(void)
 
 nm_req *nm_req_new(MPI_Comm comm)
 {
-    nm_req *r = calloc(1, sizeof *r);
-    if (!r) return NULL;
+    nm_req *r = pool;
+    if (r) {
+        pool = r->next;
+        pooled--;
+        memset(r, 0, sizeof *r);
+    } else if (!(r = calloc(1, sizeof *r))) {
+        return NULL;
+    }
     r->comm = comm;
     r->nbc = NBC_REQUEST_NULL;
     r->standin = MPI_DATATYPE_NULL;
@@ -127,7 +153,7 @@ void nm_req_discard(nm_req *r)
 {
     r->unpack_to = NULL;
     nm_layout_finish(r);
-    free(r);
+    release(r);
 }
 
 int nm_req_publish(nm_req *r, MPI_Request *request)
