@@ -206,6 +206,12 @@ P ?= 2
 bench: all $(BENCH_PROGS) $(call DEPS,bench-deps)
 	sh bench/run.sh $(BINDIR) $(BUILD) $(P)
 
+# The interposition library's column (bench/interpose.sh): MPI_Iallreduce through the preload
+# next to nbc_iallreduce and MPICH's own, and the per-call cost of the interposition.
+.PHONY: bench-interpose
+bench-interpose: $(BUILD)/bench/bench $(BUILD)/bench/interpose_cost $(INTERPOSE) $(call DEPS,bench-deps)
+	sh bench/interpose.sh $(BUILD) $(P)
+
 # The training-step benchmark (bench/training.c, docs/total-reduce.md): every way of reducing
 # ResNet-50's and BERT-base's gradients in one run, at P processes (make bench-training P=4).
 # TRAINING_ARGS adds options to bench/training.

@@ -7,6 +7,7 @@
  * MPI_Request_get_status, requests the application freed, MPI_Finalize. */
 #include <pthread.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,8 +37,21 @@ static void release(nm_req *r)
     pooled++;
 }
 
+/* The handles of the collectives not yet done, direct-mapped: MPI_Wait on one of them can
+ * leave the waiting to wait_fn (nbc_wait, with nbc's spin-then-yield policy). A collision only
+ * hides a handle, which then takes the general path. */
+enum { HANDLES = 1024 };
+static MPI_Request handles[HANDLES];
+static unsigned slot_of(MPI_Request h) { return (unsigned)(uintptr_t)h % HANDLES; }
+
+int nm_is_running(MPI_Request h)
+{
+    return h != MPI_REQUEST_NULL && __atomic_load_n(&handles[slot_of(h)], __ATOMIC_RELAXED) == h;
+}
+
 static void unlink_req(nm_req *r)
 {
+    if (handles[slot_of(r->handle)] == r->handle) __atomic_store_n(&handles[slot_of(r->handle)], MPI_REQUEST_NULL, __ATOMIC_RELAXED);
     if (r->prev) r->prev->next = r->next;
     else list = r->next;
     if (r->next) r->next->prev = r->prev;
@@ -83,6 +97,18 @@ static int poll_fn(void *state, MPI_Status *status)
 static int wait_fn(int count, void **states, double timeout, MPI_Status *status)
 {
     (void)timeout;
+    if (count == 1) { /* the usual MPI_Wait: nbc's own wait, then as poll_fn does */
+        nm_req *r = states[0];
+        if (!r->done && !r->claimed) {
+            int rc = r->nbc != NBC_REQUEST_NULL ? nbc_wait(&r->nbc) : MPI_SUCCESS;
+            if (!__atomic_exchange_n(&r->claimed, 1, __ATOMIC_ACQ_REL)) {
+                pthread_mutex_lock(&list_lock);
+                unlink_req(r);
+                pthread_mutex_unlock(&list_lock);
+                finish(r, rc);
+            }
+        }
+    }
     for (;;) {
         int pending = 0;
         for (int i = 0; i < count; i++) {
@@ -169,6 +195,7 @@ int nm_req_publish(nm_req *r, MPI_Request *request)
     r->next = list;
     if (list) list->prev = r;
     list = r;
+    __atomic_store_n(&handles[slot_of(r->handle)], r->handle, __ATOMIC_RELAXED);
     __atomic_fetch_add(&active, 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&list_lock);
     *request = r->handle;

@@ -41,6 +41,7 @@ struct nm_req {
 nm_req *nm_req_new(MPI_Comm comm);
 void nm_req_discard(nm_req *r);                /* before nbc started it */
 int nm_req_publish(nm_req *r, MPI_Request *request); /* after nbc started it */
+int nm_is_running(MPI_Request h);              /* one of ours, not yet done (or hidden) */
 int nm_active(void);                           /* collectives started and not yet done */
 int nm_progress(void);                         /* drives them; >0 when any completed */
 int nm_poll_all(void);                         /* finishes those done */

@@ -24,9 +24,11 @@ int nm_wait(MPI_Request *request, MPI_Status *status)
     }
 }
 
+/* A wait on one of our collectives is MPICH's (its wait_fn runs nbc_wait); on anything else,
+ * while collectives run, the loop. */
 int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
-    return nm_active() ? nm_wait(request, status) : PMPI_Wait(request, status);
+    return nm_active() && !nm_is_running(*request) ? nm_wait(request, status) : PMPI_Wait(request, status);
 }
 
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
