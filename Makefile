@@ -147,7 +147,7 @@ $(INTERPOSE): $(INTERPOSE_OBJ) $(STATIC)
 	objcopy --redefine-syms=$(BUILD)/lib/nbcmpi.redefine $(BUILD)/lib/libnbc.o $(BUILD)/lib/libnbc-pmpi.o
 	printf '{ global: MPI_*; local: *; };\n' > $(BUILD)/lib/libnbcmpi.map
 	$(CC) -shared -Wl,-soname,libnbcmpi.so.0 -Wl,--version-script=$(BUILD)/lib/libnbcmpi.map -o $@ \
-	    $(INTERPOSE_OBJ) $(BUILD)/lib/libnbc-pmpi.o $(LDLIBS) -lpthread
+	    $(CFLAGS) $(INTERPOSE_OBJ) $(BUILD)/lib/libnbc-pmpi.o $(LDLIBS) -lpthread
 	ln -sf libnbcmpi.so $(BUILD)/lib/libnbcmpi.so.0
 
 # Its tests are plain MPI programs, built without nbc, run with and without the preload.

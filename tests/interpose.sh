@@ -35,14 +35,14 @@ run() { # NAME TIMEOUT COMMAND...: the program's own ok/FAIL lines, tagged with 
 }
 
 for p in $procs; do
-    run "preloaded" 300 env LD_PRELOAD="$lib" $MPIEXEC -n "$p" "$build/tests/interpose_coll" --iters "$iters" --expect-nbc
+    run "preloaded" 300 $MPIEXEC -n "$p" env LD_PRELOAD="$lib" "$build/tests/interpose_coll" --iters "$iters" --expect-nbc
 done
 # the window soaked longer at two sizes, and the blocking collectives on nbc
 for p in 2 4; do
-    run "preloaded soak" 300 env LD_PRELOAD="$lib" $MPIEXEC -n "$p" "$build/tests/interpose_coll" --iters "$soak" --expect-nbc
+    run "preloaded soak" 300 $MPIEXEC -n "$p" env LD_PRELOAD="$lib" "$build/tests/interpose_coll" --iters "$soak" --expect-nbc
 done
 for p in 3 6; do
-    run "preloaded NBC_MPI_BLOCKING=1" 300 env NBC_MPI_BLOCKING=1 LD_PRELOAD="$lib" $MPIEXEC -n "$p" \
+    run "preloaded NBC_MPI_BLOCKING=1" 300 $MPIEXEC -n "$p" env NBC_MPI_BLOCKING=1 LD_PRELOAD="$lib" \
         "$build/tests/interpose_coll" --iters "$iters" --expect-nbc
 done
 # the same checks on MPICH alone: the test asks of nbc what MPICH does
@@ -53,7 +53,7 @@ done
 # an unchanged MPI program: the same output with and without the preload
 for p in 1 4; do
     $MPIEXEC -n "$p" "$build/tests/interpose_overlap" 65536 > "$tmp/plain" 2>&1
-    NBC_MPI_VERBOSE=1 LD_PRELOAD="$lib" $MPIEXEC -n "$p" "$build/tests/interpose_overlap" 65536 > "$tmp/pre" 2> "$tmp/verbose"
+    $MPIEXEC -n "$p" env NBC_MPI_VERBOSE=1 LD_PRELOAD="$lib" "$build/tests/interpose_overlap" 65536 > "$tmp/pre" 2> "$tmp/verbose"
     if grep -q "all verified OK" "$tmp/plain" && cmp -s "$tmp/plain" "$tmp/pre"; then
         echo "ok the MPI-only overlap program prints the same with and without the preload (p=$p)"
     else
