@@ -285,11 +285,15 @@ install: all
 	$(SUBST) tools/nbc.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/nbc.pc
 	$(SUBST) tools/nbcConfig.cmake.in > $(CMAKEDIR)/nbcConfig.cmake
 	$(SUBST) tools/nbcConfigVersion.cmake.in > $(CMAKEDIR)/nbcConfigVersion.cmake
+	$(if $(filter mpich,$(MPI)),install -m 755 $(INTERPOSE) $(DESTDIR)$(PREFIX)/lib/libnbcmpi.so.0 && \
+	    ln -sf libnbcmpi.so.0 $(DESTDIR)$(PREFIX)/lib/libnbcmpi.so && \
+	    $(SUBST) interpose/nbcmpi.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/nbcmpi.pc)
 
 # Removes what install wrote (directories only when left empty).
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/lib/libnbc.a $(DESTDIR)$(PREFIX)/lib/libnbc.so $(DESTDIR)$(PREFIX)/lib/libnbc.so.0 \
 	    $(DESTDIR)$(PREFIX)/include/nbc.h $(DESTDIR)$(PREFIX)/bin/nbcc $(DESTDIR)$(PREFIX)/lib/pkgconfig/nbc.pc \
+	    $(DESTDIR)$(PREFIX)/lib/libnbcmpi.so $(DESTDIR)$(PREFIX)/lib/libnbcmpi.so.0 $(DESTDIR)$(PREFIX)/lib/pkgconfig/nbcmpi.pc \
 	    $(CMAKEDIR)/nbcConfig.cmake $(CMAKEDIR)/nbcConfigVersion.cmake \
 	    $(addprefix $(DESTDIR)$(PREFIX)/share/nbc/schedules/,$(notdir $(SCHEDULES)))
 	-rmdir $(DESTDIR)$(PREFIX)/share/nbc/schedules $(DESTDIR)$(PREFIX)/share/nbc $(CMAKEDIR) \
