@@ -66,3 +66,17 @@ for p in 1 4; do
         echo "FAIL NBC_MPI_VERBOSE=1 counts what ran on nbc and what went to MPICH, and why (p=$p): $(head -n 3 "$tmp/verbose" | tr '\n' ' ')"
     fi
 done
+
+# linked instead of preloaded: -lnbcmpi before MPICH's library (not for a sanitized library,
+# which a plain program cannot link)
+if ! nm -u "$lib" | grep -q __asan_; then
+    ${MPICC:-mpicc.mpich} tests/interpose_overlap.c -L"$(dirname "$lib")" -lnbcmpi -Wl,-rpath,"$(dirname "$lib")" -lm \
+        -o "$tmp/linked" > "$tmp/err" 2>&1 &&
+        $MPIEXEC -n 3 env NBC_MPI_VERBOSE=1 "$tmp/linked" 65536 > "$tmp/out" 2> "$tmp/verbose" &&
+        grep -q "all verified OK" "$tmp/out" && grep -q "^nbcmpi: rank 0: MPI_Iallreduce: 1 on nbc" "$tmp/verbose"
+    if [ $? -eq 0 ]; then
+        echo "ok a program linked with -lnbcmpi runs its MPI_Iallreduce on nbc"
+    else
+        echo "FAIL a program linked with -lnbcmpi runs its MPI_Iallreduce on nbc: $(cat "$tmp/err" "$tmp/verbose" | head -n 3 | tr '\n' ' ')"
+    fi
+fi
