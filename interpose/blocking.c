@@ -89,19 +89,3 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
     nm_ran(K_ALLGATHER);
     return wait_for(MPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &r), &r, comm);
 }
-
-/* ---- persistent collectives: MPICH's (counted) ---- */
-
-int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                       MPI_Comm comm, MPI_Info info, MPI_Request *request)
-{
-    nm_passed(K_PERSISTENT, R_PERSISTENT);
-    return PMPI_Allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
-}
-
-int MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info,
-                   MPI_Request *request)
-{
-    nm_passed(K_PERSISTENT, R_PERSISTENT);
-    return PMPI_Bcast_init(buffer, count, datatype, root, comm, info, request);
-}

@@ -60,6 +60,27 @@ void nm_layout_finish(nm_req *r); /* unpacks, frees scratch and stand-in */
 
 /* ---- progress in the application's own blocking calls (progress.c) ---- */
 int nm_wait(MPI_Request *request, MPI_Status *status);
+/* the completion calls without persistent requests in them */
+int nm_wait_any_kind(MPI_Request *request, MPI_Status *status);
+int nm_test(MPI_Request *request, int *flag, MPI_Status *status);
+int nm_get_status(MPI_Request request, int *flag, MPI_Status *status);
+int nm_waitall(int count, MPI_Request requests[], MPI_Status statuses[]);
+int nm_testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]);
+int nm_waitany(int count, MPI_Request requests[], int *index, MPI_Status *status);
+int nm_testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status);
+int nm_waitsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]);
+int nm_testsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]);
+
+/* ---- persistent collectives (persistent.c) ---- */
+enum nm_array_call { NM_WAITALL, NM_TESTALL, NM_WAITANY, NM_TESTANY, NM_WAITSOME, NM_TESTSOME };
+int nm_pers_active(void); /* persistent collectives started and not yet completed */
+int nm_pers_wait(MPI_Request *request, MPI_Status *status);
+int nm_pers_test(MPI_Request *request, int *flag, MPI_Status *status);
+int nm_pers_get_status(MPI_Request request, int *flag, MPI_Status *status);
+/* flag: Testall/Testany's; index: Waitany/Testany's index or the -some calls' outcount;
+ * status: one status (the -any calls) or an array (the others) */
+int nm_pers_array(enum nm_array_call call, int count, MPI_Request requests[], int *flag, int *index,
+                  int indices[], MPI_Status *status);
 
 /* The communicator's error handler, then the code (what MPI says of a failed call). */
 int nm_error(MPI_Comm comm, int rc);

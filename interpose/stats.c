@@ -8,7 +8,7 @@
 static const char *const kind_name[NKINDS] = {
     "MPI_Iallreduce", "MPI_Ireduce", "MPI_Ibcast", "MPI_Ibarrier", "MPI_Ireduce_scatter_block", "MPI_Iallgather",
     "MPI_Allreduce", "MPI_Reduce", "MPI_Bcast", "MPI_Barrier", "MPI_Reduce_scatter_block", "MPI_Allgather",
-    "persistent (MPI_*_init)", "v- and w- variants",
+    "persistent (MPI_*_init; each start also counts as its non-blocking call)", "v- and w- variants",
 };
 static const char *const reason_name[NREASONS] = {
     "intercommunicator", "MPI_COMM_NULL or invalid communicator", "more than INT_MAX bytes",

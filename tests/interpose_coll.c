@@ -787,19 +787,97 @@ static void test_blocking(void)
         for (int k = 0; k < p; k++) x += val(k, rank * n + i, 0);
         if (r[i] != x) bad |= fail("MPI_Reduce_scatter_block");
     }
-    /* persistent: started and completed many times */
-    MPI_Request q;
-    fill_int(s, rank, n, MPI_INT);
-    MPI_Allreduce_init(s, r, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &q);
-    for (int it = 0; it < 50; it++) {
-        memset(r, 0, n * sizeof(int));
-        MPI_Start(&q);
-        MPI_Wait(&q, MPI_STATUS_IGNORE);
-        if (memcmp(r, w, n * sizeof(int))) bad |= fail("MPI_Allreduce_init start %d", it);
-    }
-    MPI_Request_free(&q);
     free(s), free(r), free(w);
-    report("blocking collectives, and a persistent MPI_Allreduce_init started 50 times", bad);
+    report("blocking collectives", bad);
+}
+
+/* ---- persistent collectives, started together with point-to-point many times ---- */
+static void test_persistent(int iters, int interposed)
+{
+    int bad = 0, n = 100, root = p - 1;
+    int *s = malloc(n * p * sizeof(int)), *ar = malloc(n * sizeof(int)), *rd = malloc(n * sizeof(int)),
+        *bc = malloc(n * sizeof(int)), *ag = malloc(n * p * sizeof(int)), *rs = malloc(n * sizeof(int)),
+        *w = malloc(n * sizeof(int));
+    for (int i = 0; i < n * p; i++) s[i] = val(rank, i, 0);
+    MPI_Request q[8];
+    MPI_Allreduce_init(s, ar, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &q[0]);
+    MPI_Reduce_init(s, rd, n, MPI_INT, MPI_SUM, root, MPI_COMM_WORLD, MPI_INFO_NULL, &q[1]);
+    MPI_Bcast_init(bc, n, MPI_INT, root, MPI_COMM_WORLD, MPI_INFO_NULL, &q[2]);
+    MPI_Barrier_init(MPI_COMM_WORLD, MPI_INFO_NULL, &q[3]);
+    MPI_Allgather_init(s, n, MPI_INT, ag, n, MPI_INT, MPI_COMM_WORLD, MPI_INFO_NULL, &q[4]);
+    MPI_Reduce_scatter_block_init(s, rs, n, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &q[5]);
+    reference(w, n, MPI_INT, MPI_SUM, fill_int, 0);
+    int token_out, token_in;
+    for (int it = 0; it < iters; it++) {
+        memset(ar, 0, n * sizeof(int)), memset(rd, 0, n * sizeof(int)), memset(ag, 0, n * p * sizeof(int));
+        memset(rs, 0, n * sizeof(int));
+        for (int i = 0; i < n; i++) bc[i] = rank == root ? i + it : -1;
+        token_out = rank * 1000 + it, token_in = -1;
+        MPI_Irecv(&token_in, 1, MPI_INT, (rank + p - 1) % p, 5, MPI_COMM_WORLD, &q[6]);
+        MPI_Startall(6, q);
+        MPI_Isend(&token_out, 1, MPI_INT, (rank + 1) % p, 5, MPI_COMM_WORLD, &q[7]);
+        int how = it % 6, left = 8, flag, k, out, idx[8];
+
+        MPI_Status st[8];
+        switch (how) {
+        case 0: MPI_Waitall(8, q, st); break;
+        case 1:
+            do MPI_Testall(8, q, &flag, st);
+            while (!flag);
+            break;
+        case 2:
+        case 3:
+            /* the -any calls: an inactive persistent request counts as null, so the loop ends
+             * with MPI_UNDEFINED once everything completed */
+            for (;;) {
+                if (how == 2) MPI_Waitany(8, q, &k, MPI_STATUS_IGNORE), flag = 1;
+                else MPI_Testany(8, q, &k, &flag, MPI_STATUS_IGNORE);
+                if (flag && k == MPI_UNDEFINED) break;
+                if (flag) left--;
+            }
+            break;
+        case 4:
+            for (;;) {
+                MPI_Waitsome(8, q, &out, idx, st);
+                if (out == MPI_UNDEFINED) break;
+            }
+            break;
+        default:
+            for (int i = 0; i < 8; i++) MPI_Wait(&q[i], MPI_STATUS_IGNORE);
+            break;
+        }
+        (void)left;
+        for (int i = 0; i < 6; i++)
+            if (q[i] == MPI_REQUEST_NULL) bad |= fail("persistent request %d became MPI_REQUEST_NULL", i);
+        if (q[6] != MPI_REQUEST_NULL || q[7] != MPI_REQUEST_NULL) bad |= fail("point-to-point requests not freed");
+        if (token_in != ((rank + p - 1) % p) * 1000 + it) bad |= fail("token %d at %d", token_in, it);
+        if (memcmp(ar, w, n * sizeof(int))) bad |= fail("persistent allreduce, start %d (%d)", it, how);
+        if (rank == root && memcmp(rd, w, n * sizeof(int))) bad |= fail("persistent reduce, start %d", it);
+        for (int i = 0; i < n; i++)
+            if (bc[i] != i + it) {
+                bad |= fail("persistent bcast, start %d", it);
+                break;
+            }
+        for (int x = 0; x < p; x++)
+            for (int i = 0; i < n; i++)
+                if (ag[x * n + i] != val(x, i, 0)) bad |= fail("persistent allgather, start %d", it);
+        for (int i = 0; i < n; i++) {
+            int want = 0;
+            for (int x = 0; x < p; x++) want += val(x, rank * n + i, 0);
+            if (rs[i] != want) bad |= fail("persistent reduce_scatter_block, start %d", it);
+        }
+    }
+    /* an inactive persistent request completes at once, and stays */
+    MPI_Wait(&q[0], MPI_STATUS_IGNORE);
+    if (q[0] == MPI_REQUEST_NULL) bad |= fail("waiting on an inactive persistent request freed it");
+    for (int i = 0; i < 6; i++) MPI_Request_free(&q[i]);
+    free(s), free(ar), free(rd), free(bc), free(ag), free(rs), free(w);
+    char name[160];
+    snprintf(name, sizeof name,
+             "persistent allreduce, reduce, bcast, barrier, allgather, reduce_scatter_block started %d times "
+             "with point-to-point, through every completion call",
+             iters);
+    report(name, bad);
 }
 
 int main(int argc, char **argv)
@@ -824,6 +902,10 @@ int main(int argc, char **argv)
     test_progress();
     test_errors(expect);
     test_blocking();
+    /* (not asked of MPICH 4.0.2 alone: its MPI_Testall on its own persistent collectives
+     * returns MPI_ERR_IN_STATUS with no error in any status, its MPI_Waitany loop over them
+     * never ends at p = 3, and its persistent allgather gives wrong blocks at p = 4) */
+    if (expect) test_persistent(60, expect);
     MPI_Finalize();
     return failures != 0;
 }
