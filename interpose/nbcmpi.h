@@ -14,7 +14,7 @@ enum nm_kind {
     K_ALLREDUCE, K_REDUCE, K_BCAST, K_BARRIER, K_REDUCE_SCATTER_BLOCK, K_ALLGATHER,
     K_PERSISTENT, K_VARIANT, NKINDS
 };
-enum nm_reason { R_INTERCOMM, R_COMM_NULL, R_TOO_LARGE, R_PERSISTENT, R_VARIANT, R_BLOCKING_OFF, NREASONS };
+enum nm_reason { R_INTERCOMM, R_COMM_NULL, R_TOO_LARGE, R_VARIANT, R_BLOCKING_OFF, NREASONS };
 void nm_ran(enum nm_kind k);
 void nm_passed(enum nm_kind k, enum nm_reason why);
 

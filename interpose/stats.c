@@ -12,7 +12,7 @@ static const char *const kind_name[NKINDS] = {
 };
 static const char *const reason_name[NREASONS] = {
     "intercommunicator", "MPI_COMM_NULL or invalid communicator", "more than INT_MAX bytes",
-    "persistent collectives are MPICH's", "v- and w- variants are MPICH's", "blocking (NBC_MPI_BLOCKING unset)",
+    "v- and w- variants are MPICH's", "blocking (NBC_MPI_BLOCKING unset)",
 };
 static unsigned long ran[NKINDS], passed[NKINDS][NREASONS];
 
