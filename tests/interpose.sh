@@ -13,8 +13,8 @@ trap 'rm -rf "$tmp"' EXIT
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:detect_leaks=0"
 
 procs="1 2 3 4 5 6 7 8 9"
-iters=300
-soak=3000
+iters=200
+soak=2000
 if [ "$quick" = 1 ]; then
     procs="1 2 3 5 8"
     iters=60
