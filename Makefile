@@ -58,9 +58,15 @@ NBCC   := $(BINDIR)/nbcc
 # tests, the kernel benchmark). The installed libraries export only what nbc.h declares.
 INTERNAL := $(BUILD)/lib/libnbc-internal.a
 EXPORTS  := $(BUILD)/gen/exports.txt
+# The interposition library and its tests (see its rule below): MPICH only, as it hands out
+# MPICH's generalized requests with a poll function (MPIX_Grequest_class_create).
+INTERPOSE := $(BUILD)/lib/libnbcmpi.so
+INTERPOSE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard interpose/*.c)))
+INTERPOSE_TESTS := interpose_coll interpose_overlap
 
 .PHONY: all demo test install uninstall clean deps docs
-all: $(STATIC) $(SHARED) $(NBCC) $(EXAMPLES:%=$(BINDIR)/%) $(TESTS:%=$(BUILD)/tests/%)
+all: $(STATIC) $(SHARED) $(NBCC) $(EXAMPLES:%=$(BINDIR)/%) $(TESTS:%=$(BUILD)/tests/%) \
+     $(if $(filter mpich,$(MPI)),$(INTERPOSE) $(INTERPOSE_TESTS:%=$(BUILD)/tests/%))
 
 # Missing Debian packages are installed once per build directory.
 deps: $(call DEPS,deps)
@@ -131,6 +137,24 @@ $(SHARED): $(LIB_OBJ) $(EXPORTS)
 	$(CC) -shared -Wl,-soname,libnbc.so.0 -Wl,--version-script=$(BUILD)/lib/libnbc.map -o $@ $(LIB_OBJ) $(LDLIBS)
 	ln -sf libnbc.so $(BUILD)/lib/libnbc.so.0
 
+# The interposition library (interpose/, docs/interpose.md): MPI's collective calls on nbc for
+# programs not rebuilt (LD_PRELOAD=$(BUILD)/lib/libnbcmpi.so). Its copy of nbc calls PMPI_
+# for every MPI function, so that nbc's own waits and receives never come back into the
+# wrappers; it exports only the MPI_ functions it defines.
+$(INTERPOSE_OBJ): CPPFLAGS += -Iinterpose
+$(INTERPOSE): $(INTERPOSE_OBJ) $(STATIC)
+	nm -u $(BUILD)/lib/libnbc.o | awk '$$2 ~ /^MPI_/ { print $$2 " P" $$2 }' > $(BUILD)/lib/nbcmpi.redefine
+	objcopy --redefine-syms=$(BUILD)/lib/nbcmpi.redefine $(BUILD)/lib/libnbc.o $(BUILD)/lib/libnbc-pmpi.o
+	printf '{ global: MPI_*; local: *; };\n' > $(BUILD)/lib/libnbcmpi.map
+	$(CC) -shared -Wl,-soname,libnbcmpi.so.0 -Wl,--version-script=$(BUILD)/lib/libnbcmpi.map -o $@ \
+	    $(CFLAGS) $(INTERPOSE_OBJ) $(BUILD)/lib/libnbc-pmpi.o $(LDLIBS) -lpthread
+	ln -sf libnbcmpi.so $(BUILD)/lib/libnbcmpi.so.0
+
+# Its tests are plain MPI programs, built without nbc, run with and without the preload.
+$(BUILD)/tests/interpose_%: tests/interpose_%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALLFLAGS) $< -lm -o $@
+
 # nbcc: one file per subcommand (tools/nbcc/); it includes the library's headers by name.
 NBCC_SRC := $(sort $(wildcard tools/nbcc/*.c))
 NBCC_INC := -Idsl -Icompiler -Ianalysis -Iinterp -Iruntime
@@ -183,6 +207,12 @@ P ?= 2
 .PHONY: bench
 bench: all $(BENCH_PROGS) $(call DEPS,bench-deps)
 	sh bench/run.sh $(BINDIR) $(BUILD) $(P)
+
+# The interposition library's column (bench/interpose.sh): MPI_Iallreduce through the preload
+# next to nbc_iallreduce and MPICH's own, and the per-call cost of the interposition.
+.PHONY: bench-interpose
+bench-interpose: $(BUILD)/bench/bench $(BUILD)/bench/interpose_cost $(INTERPOSE) $(call DEPS,bench-deps)
+	sh bench/interpose.sh $(BUILD) $(P)
 
 # The training-step benchmark (bench/training.c, docs/total-reduce.md): every way of reducing
 # ResNet-50's and BERT-base's gradients in one run, at P processes (make bench-training P=4).
@@ -257,11 +287,15 @@ install: all
 	$(SUBST) tools/nbc.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/nbc.pc
 	$(SUBST) tools/nbcConfig.cmake.in > $(CMAKEDIR)/nbcConfig.cmake
 	$(SUBST) tools/nbcConfigVersion.cmake.in > $(CMAKEDIR)/nbcConfigVersion.cmake
+	$(if $(filter mpich,$(MPI)),install -m 755 $(INTERPOSE) $(DESTDIR)$(PREFIX)/lib/libnbcmpi.so.0 && \
+	    ln -sf libnbcmpi.so.0 $(DESTDIR)$(PREFIX)/lib/libnbcmpi.so && \
+	    $(SUBST) interpose/nbcmpi.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/nbcmpi.pc)
 
 # Removes what install wrote (directories only when left empty).
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/lib/libnbc.a $(DESTDIR)$(PREFIX)/lib/libnbc.so $(DESTDIR)$(PREFIX)/lib/libnbc.so.0 \
 	    $(DESTDIR)$(PREFIX)/include/nbc.h $(DESTDIR)$(PREFIX)/bin/nbcc $(DESTDIR)$(PREFIX)/lib/pkgconfig/nbc.pc \
+	    $(DESTDIR)$(PREFIX)/lib/libnbcmpi.so $(DESTDIR)$(PREFIX)/lib/libnbcmpi.so.0 $(DESTDIR)$(PREFIX)/lib/pkgconfig/nbcmpi.pc \
 	    $(CMAKEDIR)/nbcConfig.cmake $(CMAKEDIR)/nbcConfigVersion.cmake \
 	    $(addprefix $(DESTDIR)$(PREFIX)/share/nbc/schedules/,$(notdir $(SCHEDULES)))
 	-rmdir $(DESTDIR)$(PREFIX)/share/nbc/schedules $(DESTDIR)$(PREFIX)/share/nbc $(CMAKEDIR) \

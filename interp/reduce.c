@@ -173,3 +173,19 @@ const reduce_kernels *reduce_kernel(MPI_Datatype datatype, MPI_Op op)
     if (fn) last_type = datatype, last_op = op, last = fn;
     return fn;
 }
+
+int reduce_defined_without_kernel(MPI_Datatype t, MPI_Op op)
+{
+    if (t == MPI_DATATYPE_NULL) return 0;
+    int i = op_index(op);
+    if (i == SUM || i == PROD) {
+        static const MPI_Datatype complex[] = {MPI_C_COMPLEX, MPI_C_FLOAT_COMPLEX, MPI_C_DOUBLE_COMPLEX,
+                                               MPI_C_LONG_DOUBLE_COMPLEX};
+        for (size_t k = 0; k < sizeof complex / sizeof *complex; k++)
+            if (t == complex[k]) return 1;
+    }
+    /* the address-sized integers: every integer op but the logical ones */
+    if (t == MPI_AINT || t == MPI_OFFSET || t == MPI_COUNT)
+        return i == SUM || i == PROD || i == MIN || i == MAX || i == BAND || i == BOR || i == BXOR;
+    return 0;
+}

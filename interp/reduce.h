@@ -19,4 +19,9 @@ typedef struct {
  * request, not meant for once per instruction. */
 const reduce_kernels *reduce_kernel(MPI_Datatype datatype, MPI_Op op);
 
+/* 1 when MPI defines the predefined op on the predefined type but there is no kernel for it
+ * (complex SUM and PROD; the arithmetic and bitwise ops on MPI_AINT, MPI_OFFSET, MPI_COUNT):
+ * those pairs go through MPI_Reduce_local. */
+int reduce_defined_without_kernel(MPI_Datatype datatype, MPI_Op op);
+
 #endif

@@ -71,7 +71,7 @@ static int check_op(MPI_Op op, MPI_Datatype dt, const reduce_kernels **kernel, i
 {
     if (op == MPI_OP_NULL) return nbc_fail(MPI_ERR_OP, "the op is MPI_OP_NULL");
     *kernel = reduce_kernel(dt, op);
-    if (!*kernel && kernel_required(op))
+    if (!*kernel && kernel_required(op) && !reduce_defined_without_kernel(dt, op))
         return nbc_fail(MPI_ERR_OP, "this predefined op is not defined on this datatype");
     if (*kernel) *commutative = 1; /* every predefined op is */
     else if (MPI_Op_commutative(op, commutative) != MPI_SUCCESS) return nbc_fail(MPI_ERR_OP, "invalid op");

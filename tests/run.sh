@@ -191,6 +191,12 @@ check "a withheld start: the other ranks report the stall, naming the request an
 for p in 1 2 3 5; do
     ASAN_OPTIONS=detect_leaks=0 suite "mpi_lifecycle p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_lifecycle"
 done
+# unmodified MPI programs on nbc through LD_PRELOAD=libnbcmpi.so (MPICH only: interpose/)
+if [ "${MPI:-mpich}" = mpich ]; then
+    quick=0
+    if [ -n "$TAG" ] || [ "${NBC_TEST_QUICK:-0}" = 1 ]; then quick=1; fi
+    suite "interpose" sh tests/interpose.sh "$BUILD" "$quick"
+fi
 for p in 1 2 3; do
     for mode in "" --progress-thread; do
         ASAN_OPTIONS=detect_leaks=0 suite "mpi_threads $mode p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_threads" $mode

@@ -1,0 +1,88 @@
+/* libnbcmpi: MPI's own collective calls run on nbc, for programs that are not rebuilt. The
+ * library defines MPI_Iallreduce and siblings (the PMPI profiling interface), runs them on nbc
+ * and hands back MPICH generalized requests, which every MPI completion call accepts. */
+#ifndef NBCMPI_H
+#define NBCMPI_H
+
+#include <mpi.h>
+
+#include "nbc.h"
+
+/* ---- what was run where (stats.c) ---- */
+enum nm_kind {
+    K_IALLREDUCE, K_IREDUCE, K_IBCAST, K_IBARRIER, K_IREDUCE_SCATTER_BLOCK, K_IALLGATHER,
+    K_ALLREDUCE, K_REDUCE, K_BCAST, K_BARRIER, K_REDUCE_SCATTER_BLOCK, K_ALLGATHER,
+    K_PERSISTENT, K_VARIANT, NKINDS
+};
+enum nm_reason { R_INTERCOMM, R_COMM_NULL, R_TOO_LARGE, R_VARIANT, R_BLOCKING_OFF, NREASONS };
+void nm_ran(enum nm_kind k);
+void nm_passed(enum nm_kind k, enum nm_reason why);
+
+/* ---- one collective's MPI request (grequest.c) ---- */
+typedef struct nm_req nm_req;
+struct nm_req {
+    nbc_request nbc;
+    MPI_Request handle; /* the generalized request the application holds */
+    int err;            /* the collective's error code, once done */
+    int done, freed, claimed; /* claimed: one caller finishes it */
+    MPI_Comm comm;
+    /* what to unpack into the application's buffer once done (layout.c) */
+    void *unpack_to;
+    MPI_Datatype unpack_type;
+    int unpack_count;
+    void *scratch[2];
+    /* a reduction on a derived datatype: the stand-in type nbc sees, and the real pair */
+    MPI_Datatype standin, real_type;
+    MPI_Op real_op;
+    int real_contiguous;
+    nm_req *prev, *next; /* on the list of collectives not yet done */
+};
+
+nm_req *nm_req_new(MPI_Comm comm);
+void nm_req_discard(nm_req *r);                /* before nbc started it */
+int nm_req_publish(nm_req *r, MPI_Request *request); /* after nbc started it */
+int nm_is_running(MPI_Request h);              /* one of ours, not yet done (or hidden) */
+int nm_active(void);                           /* collectives started and not yet done */
+int nm_progress(void);                         /* drives them; >0 when any completed */
+int nm_poll_all(void);                         /* finishes those done */
+void nm_drain(void);                           /* finishes every one (at MPI_Finalize) */
+
+/* ---- datatypes (layout.c) ---- */
+/* Nonzero when count items of type occupy count * size dense bytes from the buffer's address
+ * (2: and it is one of the common predefined types). */
+int nm_dense(MPI_Datatype type, MPI_Aint *size);
+int nm_predefined(MPI_Datatype type);
+/* Packs count items into a new scratch buffer (r->scratch[slot]); *out points at it. */
+int nm_pack(nm_req *r, int slot, const void *buf, int count, MPI_Datatype type, MPI_Aint bytes, void **out);
+/* Makes the contiguous stand-in type and the wrapping op nbc reduces with. */
+int nm_standin(nm_req *r, MPI_Datatype type, MPI_Op op, MPI_Aint size, MPI_Datatype *standin, MPI_Op *wrapper);
+void nm_layout_finish(nm_req *r); /* unpacks, frees scratch and stand-in */
+
+/* ---- progress in the application's own blocking calls (progress.c) ---- */
+int nm_wait(MPI_Request *request, MPI_Status *status);
+/* the completion calls without persistent requests in them */
+int nm_wait_any_kind(MPI_Request *request, MPI_Status *status);
+int nm_test(MPI_Request *request, int *flag, MPI_Status *status);
+int nm_get_status(MPI_Request request, int *flag, MPI_Status *status);
+int nm_waitall(int count, MPI_Request requests[], MPI_Status statuses[]);
+int nm_testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[]);
+int nm_waitany(int count, MPI_Request requests[], int *index, MPI_Status *status);
+int nm_testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status);
+int nm_waitsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]);
+int nm_testsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]);
+
+/* ---- persistent collectives (persistent.c) ---- */
+enum nm_array_call { NM_WAITALL, NM_TESTALL, NM_WAITANY, NM_TESTANY, NM_WAITSOME, NM_TESTSOME };
+int nm_pers_active(void); /* persistent collectives started and not yet completed */
+int nm_pers_wait(MPI_Request *request, MPI_Status *status);
+int nm_pers_test(MPI_Request *request, int *flag, MPI_Status *status);
+int nm_pers_get_status(MPI_Request request, int *flag, MPI_Status *status);
+/* flag: Testall/Testany's; index: Waitany/Testany's index or the -some calls' outcount;
+ * status: one status (the -any calls) or an array (the others) */
+int nm_pers_array(enum nm_array_call call, int count, MPI_Request requests[], int *flag, int *index,
+                  int indices[], MPI_Status *status);
+
+/* The communicator's error handler, then the code (what MPI says of a failed call). */
+int nm_error(MPI_Comm comm, int rc);
+
+#endif

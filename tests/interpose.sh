@@ -1,0 +1,82 @@
+#!/bin/sh
+# The interposition library (interpose/): plain MPI programs, built without nbc, run through
+# LD_PRELOAD=libnbcmpi.so at p = 1 .. 9 and without it (MPICH's own answers, the same checks).
+# Prints ok/FAIL lines. Usage: tests/interpose.sh BUILD [QUICK]
+# QUICK=1 (NBC_TEST_QUICK, the sanitizer pass) runs fewer process counts and iterations.
+build=$1
+quick=${2:-0}
+: "${MPIEXEC:=mpiexec.mpich}"
+lib=$(cd "$build/lib" && pwd)/libnbcmpi.so
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# a sanitized library preloaded into a sanitized program: ASan need not come first
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:detect_leaks=0"
+
+procs="1 2 3 4 5 6 7 8 9"
+iters=200
+soak=2000
+if [ "$quick" = 1 ]; then
+    procs="1 2 3 5 8"
+    iters=60
+    soak=300
+fi
+
+run() { # NAME TIMEOUT COMMAND...: the program's own ok/FAIL lines, tagged with NAME
+    name=$1
+    shift
+    t=$1
+    shift
+    timeout "$t" "$@" > "$tmp/out" 2> "$tmp/err"
+    rc=$?
+    sed -n "s/^\(ok\|FAIL\) /\1 $name: /p" "$tmp/out"
+    if [ "$rc" -ne 0 ] && ! grep -q '^FAIL' "$tmp/out"; then
+        echo "FAIL $name: exited with status $rc: $(tail -n 2 "$tmp/err" | tr '\n' ' ')"
+    fi
+}
+
+for p in $procs; do
+    run "preloaded" 300 $MPIEXEC -n "$p" env LD_PRELOAD="$lib" "$build/tests/interpose_coll" --iters "$iters" --expect-nbc
+done
+# the window soaked longer at two sizes, and the blocking collectives on nbc
+for p in 2 4; do
+    run "preloaded soak" 300 $MPIEXEC -n "$p" env LD_PRELOAD="$lib" "$build/tests/interpose_coll" --iters "$soak" --expect-nbc
+done
+for p in 3 6; do
+    run "preloaded NBC_MPI_BLOCKING=1" 300 $MPIEXEC -n "$p" env NBC_MPI_BLOCKING=1 LD_PRELOAD="$lib" \
+        "$build/tests/interpose_coll" --iters "$iters" --expect-nbc
+done
+# the same checks on MPICH alone: the test asks of nbc what MPICH does
+for p in 1 4; do
+    run "MPICH alone" 300 $MPIEXEC -n "$p" "$build/tests/interpose_coll" --iters "$iters"
+done
+
+# an unchanged MPI program: the same output with and without the preload
+for p in 1 4; do
+    $MPIEXEC -n "$p" "$build/tests/interpose_overlap" 65536 > "$tmp/plain" 2>&1
+    $MPIEXEC -n "$p" env NBC_MPI_VERBOSE=1 LD_PRELOAD="$lib" "$build/tests/interpose_overlap" 65536 > "$tmp/pre" 2> "$tmp/verbose"
+    if grep -q "all verified OK" "$tmp/plain" && cmp -s "$tmp/plain" "$tmp/pre"; then
+        echo "ok the MPI-only overlap program prints the same with and without the preload (p=$p)"
+    else
+        echo "FAIL the MPI-only overlap program prints the same with and without the preload (p=$p): $(diff "$tmp/plain" "$tmp/pre" | head -n 4 | tr '\n' ' ')"
+    fi
+    if grep -q "^nbcmpi: rank 0: MPI_Iallreduce: 1 on nbc, 0 passed to MPI$" "$tmp/verbose" &&
+        grep -q "^nbcmpi: rank 0: MPI_Reduce: 0 on nbc, 1 passed to MPI (blocking (NBC_MPI_BLOCKING unset): 1)$" "$tmp/verbose"; then
+        echo "ok NBC_MPI_VERBOSE=1 counts what ran on nbc and what went to MPICH, and why (p=$p)"
+    else
+        echo "FAIL NBC_MPI_VERBOSE=1 counts what ran on nbc and what went to MPICH, and why (p=$p): $(head -n 3 "$tmp/verbose" | tr '\n' ' ')"
+    fi
+done
+
+# linked instead of preloaded: -lnbcmpi before MPICH's library (not for a sanitized library,
+# which a plain program cannot link)
+if ! nm -u "$lib" | grep -q __asan_; then
+    ${MPICC:-mpicc.mpich} tests/interpose_overlap.c -L"$(dirname "$lib")" -lnbcmpi -Wl,-rpath,"$(dirname "$lib")" -lm \
+        -o "$tmp/linked" > "$tmp/err" 2>&1 &&
+        $MPIEXEC -n 3 env NBC_MPI_VERBOSE=1 "$tmp/linked" 65536 > "$tmp/out" 2> "$tmp/verbose" &&
+        grep -q "all verified OK" "$tmp/out" && grep -q "^nbcmpi: rank 0: MPI_Iallreduce: 1 on nbc" "$tmp/verbose"
+    if [ $? -eq 0 ]; then
+        echo "ok a program linked with -lnbcmpi runs its MPI_Iallreduce on nbc"
+    else
+        echo "FAIL a program linked with -lnbcmpi runs its MPI_Iallreduce on nbc: $(cat "$tmp/err" "$tmp/verbose" | head -n 3 | tr '\n' ' ')"
+    fi
+fi
