@@ -193,6 +193,14 @@ bench: all $(BENCH_PROGS) $(call DEPS,bench-deps)
 bench-training: $(BUILD)/bench/training $(BUILD)/.bench-deps
 	sh bench/training.sh $(BUILD) $(P)
 
+# PyTorch at p = 2 (bench/torch.sh, docs/python.md): ResNet-18's iteration time with no
+# communication, DDP with Gloo, DDP with nbc's hook and nbc's Total Reduce synchronizer, on nbc
+# built against Open MPI (the MPI Debian's mpi4py and torch run on).
+.PHONY: bench-torch
+bench-torch: $(call DEPS,test-deps) $(call DEPS,bench-deps)
+	@$(MAKE) --no-print-directory MPI=openmpi build/openmpi/lib/libnbc.so
+	sh bench/torch.sh bench/results
+
 $(BUILD)/.bench-deps: tools/install-deps.sh
 	@mkdir -p $(BUILD)
 	@sh tools/install-deps.sh $(BENCH_PACKAGES)

@@ -8,6 +8,11 @@ averaged by the backend you pick:
   nbc-hook          DDP, its buckets allreduced by nbc (nbc.torch.allreduce_hook)
   nbc-total         nbc's Total Reduce synchronizer: any order, front layers first
   nbc-total-noprio  the same, every request at one priority
+  nbc-hook-wait     the hook waits for its bucket (no Python thread)
+  nbc-hook-pt, nbc-total-pt   with nbc's progress thread on
+
+Several backends, comma-separated, train one model copy each, taking turns in blocks of
+iterations (--rounds), so that a busy machine slows them alike: what make bench-torch does.
 
 --model branches swaps ResNet-18 for a stem and four parallel ResNet stages whose order each
 rank runs (and so produces gradients in) differently at every step. Prints, on rank 0, the
@@ -32,7 +37,8 @@ import torch.nn as nn
 import torchvision
 from mpi4py import MPI
 
-BACKENDS = ("none", "gloo", "nbc-hook", "nbc-total", "nbc-total-noprio")
+BACKENDS = ("none", "gloo", "nbc-hook", "nbc-hook-wait", "nbc-hook-pt", "nbc-total", "nbc-total-noprio",
+            "nbc-total-pt")
 
 
 class Branches(nn.Module):
@@ -72,68 +78,98 @@ def init_gloo(comm):
     dist.init_process_group("gloo", rank=comm.Get_rank(), world_size=comm.Get_size())
 
 
+class Run:
+    """One backend's model copy, optimizer and timings."""
+
+    def __init__(self, backend, args, rank):
+        torch.manual_seed(0)  # the same initial model everywhere, for every backend
+        self.backend = backend
+        self.model = (Branches(rank=rank) if args.model == "branches"
+                      else torchvision.models.resnet18(num_classes=10))
+        self.net, self.sync = self.model, None
+        self.progress_thread = backend.endswith("-pt")
+        if "hook" in backend or backend == "gloo":
+            self.net = nn.parallel.DistributedDataParallel(self.model)
+            if "hook" in backend:
+                state = nbt.HookState(progress="wait" if backend == "nbc-hook-wait" else "thread")
+                self.net.register_comm_hook(state, nbt.allreduce_hook)
+        elif backend.startswith("nbc-total"):
+            self.sync = nbt.TotalReduce(self.model, priorities=backend != "nbc-total-noprio",
+                                        fuse_bytes=args.fuse_bytes)
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01, momentum=0.9)
+        self.times = []
+        self.step = 0
+
+    def iterate(self, x, y, timed):
+        t0 = time.perf_counter()
+        if isinstance(self.model, Branches):
+            self.model.step = self.step
+        self.opt.zero_grad()
+        self.loss = nn.functional.cross_entropy(self.net(x), y)
+        self.loss.backward()
+        if self.sync:
+            self.sync.synchronize()
+        self.opt.step()
+        self.step += 1
+        if timed:
+            self.times.append(time.perf_counter() - t0)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--backend", choices=BACKENDS, default="nbc-total")
+    ap.add_argument("--backend", default="nbc-total",
+                    help="one of %s, or several comma-separated (nbc-total)" % ", ".join(BACKENDS))
     ap.add_argument("--model", choices=("resnet18", "branches"), default="resnet18")
     ap.add_argument("--batch", type=int, default=8, help="images per rank (8)")
     ap.add_argument("--image", type=int, default=64, help="image side in pixels (64)")
-    ap.add_argument("--steps", type=int, default=20, help="timed iterations (20)")
-    ap.add_argument("--warmup", type=int, default=3, help="untimed first iterations (3)")
+    ap.add_argument("--steps", type=int, default=20, help="timed iterations per backend (20)")
+    ap.add_argument("--warmup", type=int, default=3, help="untimed first iterations per backend (3)")
+    ap.add_argument("--rounds", type=int, default=5, help="with several backends: turns each takes (5)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads per rank (1)")
     ap.add_argument("--fuse-bytes", type=int, default=0, help="nbc-total: fuse parameters up to this size")
-    ap.add_argument("--hook-progress", choices=("thread", "wait"), default="thread",
-                    help="nbc-hook: a Python thread completes DDP's futures, or the hook waits")
-    ap.add_argument("--progress-thread", action="store_true", help="start nbc's progress thread")
-    ap.add_argument("--label", default=None, help="the name printed for this run")
+    ap.add_argument("--label", default="", help="a prefix for the names printed")
     args = ap.parse_args()
+    backends = args.backend.split(",")
+    for b in backends:
+        if b not in BACKENDS:
+            ap.error("unknown backend %r (choose from %s)" % (b, ", ".join(BACKENDS)))
 
     comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
     torch.set_num_threads(args.threads)
-    torch.manual_seed(0)  # the same initial model everywhere
-    model = (Branches(rank=rank) if args.model == "branches"
-             else torchvision.models.resnet18(num_classes=10))
-    net, sync = model, None
-    if args.backend in ("gloo", "nbc-hook"):
+    if any("hook" in b or b == "gloo" for b in backends):
         init_gloo(comm)
-        net = nn.parallel.DistributedDataParallel(model)
-        if args.backend == "nbc-hook":
-            net.register_comm_hook(nbt.HookState(progress=args.hook_progress,
-                                                 progress_thread=args.progress_thread), nbt.allreduce_hook)
-    elif args.backend.startswith("nbc-total"):
-        sync = nbt.TotalReduce(model, priorities=args.backend == "nbc-total", fuse_bytes=args.fuse_bytes,
-                               progress_thread=args.progress_thread)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    runs = [Run(b, args, rank) for b in backends]
     g = torch.Generator().manual_seed(rank)
     x = torch.randn(args.batch, 3, args.image, args.image, generator=g)
     y = torch.randint(0, 10, (args.batch,), generator=g)
-    times = []
+    rounds = max(1, min(args.rounds, args.steps)) if len(runs) > 1 else 1
     comm.Barrier()
-    for step in range(args.warmup + args.steps):
-        t0 = time.perf_counter()
-        if args.model == "branches":
-            model.step = step
-        opt.zero_grad()
-        loss = nn.functional.cross_entropy(net(x), y)
-        loss.backward()
-        if sync:
-            sync.synchronize()
-        opt.step()
-        if step >= args.warmup:
-            times.append(time.perf_counter() - t0)
-    if sync:
-        sync.close()
-    # every rank's parameters must agree (except with no communication)
-    digest = float(sum(p.detach().double().sum() for p in model.parameters()))
-    digests = comm.gather(digest, root=0)
-    if rank == 0:
-        agree = "yes" if max(digests) - min(digests) <= 1e-9 * max(1.0, abs(digest)) else "no"
-        label = args.label or args.backend
-        print("%s: model=%s p=%d batch=%d image=%d median %.1f ms (min %.1f, max %.1f) over %d iterations; "
-              "loss %.4f; ranks agree: %s" % (label, args.model, size, args.batch, args.image,
-                                              1e3 * statistics.median(times), 1e3 * min(times), 1e3 * max(times),
-                                              len(times), loss.item(), agree), flush=True)
+    for run in runs:
+        for _ in range(args.warmup):
+            run.iterate(x, y, timed=False)
+    for k in range(rounds):
+        for run in runs:
+            n = args.steps * (k + 1) // rounds - args.steps * k // rounds
+            if run.progress_thread:
+                nbc.progress_thread(True)
+            for _ in range(n):
+                run.iterate(x, y, timed=True)
+            if run.progress_thread:
+                nbc.progress_thread(False)
+    for run in runs:
+        if run.sync:
+            run.sync.close()
+        # every rank's parameters must agree (except with no communication)
+        digest = float(sum(p.detach().double().sum() for p in run.model.parameters()))
+        digests = comm.gather(digest, root=0)
+        if rank == 0:
+            agree = "yes" if max(digests) - min(digests) <= 1e-9 * max(1.0, abs(digest)) else "no"
+            t = run.times
+            print("%s%s: model=%s p=%d batch=%d image=%d median %.1f ms (min %.1f, max %.1f) over %d iterations; "
+                  "loss %.4f; ranks agree: %s" % (args.label, run.backend, args.model, size, args.batch, args.image,
+                                                  1e3 * statistics.median(t), 1e3 * min(t), 1e3 * max(t), len(t),
+                                                  run.loss.item(), agree), flush=True)
     if dist.is_initialized():
         dist.destroy_process_group()
 
