@@ -98,6 +98,7 @@ class Run:
                                         fuse_bytes=args.fuse_bytes)
         self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01, momentum=0.9)
         self.times = []
+        self.rounds = []  # the timed iterations of each turn
         self.step = 0
 
     def iterate(self, x, y, timed):
@@ -113,6 +114,7 @@ class Run:
         self.step += 1
         if timed:
             self.times.append(time.perf_counter() - t0)
+            self.rounds[-1].append(self.times[-1])
 
 
 def main():
@@ -153,10 +155,12 @@ def main():
             n = args.steps * (k + 1) // rounds - args.steps * k // rounds
             if run.progress_thread:
                 nbc.progress_thread(True)
+            run.rounds.append([])
             for _ in range(n):
                 run.iterate(x, y, timed=True)
             if run.progress_thread:
                 nbc.progress_thread(False)
+    gloo = [r for r in runs if r.backend == "gloo"]
     for run in runs:
         if run.sync:
             run.sync.close()
@@ -166,10 +170,16 @@ def main():
         if rank == 0:
             agree = "yes" if max(digests) - min(digests) <= 1e-9 * max(1.0, abs(digest)) else "no"
             t = run.times
+            ratio = ""
+            if gloo and rounds > 1:
+                # each turn's median over Gloo's in the same round: what load disturbs least
+                rs = sorted(statistics.median(a) / statistics.median(b) for a, b in zip(run.rounds, gloo[0].rounds))
+                ratio = "; per-round ratio to gloo %.2f (quartiles %.2f, %.2f)" % (
+                    statistics.median(rs), rs[len(rs) // 4], rs[(3 * len(rs)) // 4])
             print("%s%s: model=%s p=%d batch=%d image=%d median %.1f ms (min %.1f, max %.1f) over %d iterations; "
-                  "loss %.4f; ranks agree: %s" % (args.label, run.backend, args.model, size, args.batch, args.image,
-                                                  1e3 * statistics.median(t), 1e3 * min(t), 1e3 * max(t), len(t),
-                                                  run.loss.item(), agree), flush=True)
+                  "loss %.4f; ranks agree: %s%s" % (args.label, run.backend, args.model, size, args.batch, args.image,
+                                                    1e3 * statistics.median(t), 1e3 * min(t), 1e3 * max(t), len(t),
+                                                    run.loss.item(), agree, ratio), flush=True)
     if dist.is_initialized():
         dist.destroy_process_group()
 
