@@ -10,6 +10,8 @@ averaged by the backend you pick:
   nbc-total-noprio  the same, every request at one priority
   nbc-hook-wait     the hook waits for its bucket (no Python thread)
   nbc-hook-pt, nbc-total-pt   with nbc's progress thread on
+  nbc-total-thread  a Python thread calls nbc.progress() during the backward pass
+  nbc-total-fused   parameters fused into requests of up to --fuse-bytes (default here 1 MiB)
 
 Several backends, comma-separated, train one model copy each, taking turns in blocks of
 iterations (--rounds), so that a busy machine slows them alike: what make bench-torch does.
@@ -38,7 +40,7 @@ import torchvision
 from mpi4py import MPI
 
 BACKENDS = ("none", "gloo", "nbc-hook", "nbc-hook-wait", "nbc-hook-pt", "nbc-total", "nbc-total-noprio",
-            "nbc-total-pt")
+            "nbc-total-pt", "nbc-total-thread", "nbc-total-fused")
 
 
 class Branches(nn.Module):
@@ -94,8 +96,9 @@ class Run:
                 state = nbt.HookState(progress="wait" if backend == "nbc-hook-wait" else "thread")
                 self.net.register_comm_hook(state, nbt.allreduce_hook)
         elif backend.startswith("nbc-total"):
-            self.sync = nbt.TotalReduce(self.model, priorities=backend != "nbc-total-noprio",
-                                        fuse_bytes=args.fuse_bytes)
+            fuse = args.fuse_bytes or (1 << 20 if backend == "nbc-total-fused" else 0)
+            self.sync = nbt.TotalReduce(self.model, priorities=backend != "nbc-total-noprio", fuse_bytes=fuse,
+                                        progress="thread" if backend == "nbc-total-thread" else "hooks")
         self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01, momentum=0.9)
         self.times = []
         self.rounds = []  # the timed iterations of each turn

@@ -85,6 +85,34 @@ def allreduce_hook(state, bucket):
     return fut
 
 
+class _Poller:
+    """A Python thread that calls nbc.progress() every poll_seconds while it is switched on,
+    so requests move while the backward pass computes; asleep otherwise."""
+
+    def __init__(self, poll_seconds):
+        self.poll_seconds = poll_seconds
+        self._on = False
+        self._cv = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name="nbc-total-reduce", daemon=True)
+        self._thread.start()
+
+    def switch(self, on):
+        with self._cv:
+            self._on = on
+            self._cv.notify()
+
+    def _run(self):
+        while True:
+            with self._cv:
+                while not self._on:
+                    self._cv.wait()
+            try:
+                nbc.progress()
+            except Exception:  # the failed request reports it to synchronize()
+                pass
+            time.sleep(self.poll_seconds)
+
+
 class _Group:
     """Parameters reduced by one persistent request: their gradients are views of one buffer,
     followed by one flag per parameter (1 where this rank produced a gradient this step)."""
@@ -114,14 +142,21 @@ class TotalReduce:
     priorities=True gives front layers (model.parameters() order, the order the next forward
     pass needs them in) the higher priority. fuse_bytes > 0 groups consecutive small parameters
     into one request of up to that many bytes. synchronize() starts what has not started, waits
-    for everything, and must come before optimizer.step().
+    for everything, and must come before optimizer.step(). Progress: every hook calls
+    nbc.progress(); progress="thread" adds a Python thread that calls it every poll_seconds
+    from the first start of a step to synchronize(); progress_thread=True starts nbc's own.
 
     A parameter for which this rank produced no gradient in a step contributes zeros; if no
     rank produced one, its .grad is set to None after synchronize() (the optimizer skips it),
     as DDP with find_unused_parameters=True leaves globally unused parameters alone.
     """
 
-    def __init__(self, model, comm=MPI.COMM_WORLD, priorities=True, fuse_bytes=0, progress_thread=False):
+    def __init__(self, model, comm=MPI.COMM_WORLD, priorities=True, fuse_bytes=0, progress="hooks",
+                 poll_seconds=50e-6, progress_thread=False):
+        if progress not in ("hooks", "thread"):
+            raise ValueError("progress is 'hooks' or 'thread'")
+        self._poller = _Poller(poll_seconds) if progress == "thread" else None
+        self._polling = False
         params = [p for p in (model.parameters() if hasattr(model, "parameters") else model) if p.requires_grad]
         self.comm = comm
         self.size = comm.Get_size()
@@ -189,6 +224,9 @@ class TotalReduce:
         g.buf[:g.numel].div_(self.size)
         g.started = True
         g.req.start()
+        if self._poller and not self._polling:
+            self._polling = True
+            self._poller.switch(True)
 
     def synchronize(self):
         """Starts every group not yet started (their missing gradients as zeros), waits for all,
@@ -203,7 +241,12 @@ class TotalReduce:
                     g.flags[i] = 0
                     p.grad = g.views[i]
             self._start(g)
-        nbc.waitall([g.req for g in self.groups])
+        try:
+            nbc.waitall([g.req for g in self.groups])
+        finally:
+            if self._poller:
+                self._polling = False
+                self._poller.switch(False)
         for g in self.groups:
             for i, p in enumerate(g.params):
                 if g.flags[i] == 0:  # no rank produced a gradient

@@ -73,7 +73,7 @@ def batch(step, rank):
     return torch.randn(16, 8, generator=g), torch.randn(16, 4, generator=g)
 
 
-def train(kind, orders=None, unused_on=None, hook_progress="thread", fuse=0, priorities=True):
+def train(kind, orders=None, unused_on=None, hook_progress="thread", fuse=0, priorities=True, progress="hooks"):
     """STEPS steps of SGD with momentum; returns the flat parameters and the record of the
     order gradients were produced in on this rank."""
     torch.manual_seed(0)
@@ -88,7 +88,7 @@ def train(kind, orders=None, unused_on=None, hook_progress="thread", fuse=0, pri
         if kind == "hook":
             net.register_comm_hook(nbt.HookState(progress=hook_progress), nbt.allreduce_hook)
     elif kind == "total":
-        sync = nbt.TotalReduce(model, priorities=priorities, fuse_bytes=fuse)
+        sync = nbt.TotalReduce(model, priorities=priorities, fuse_bytes=fuse, progress=progress)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     for step in range(STEPS):
         model.order = orders(step) if orders else list(range(len(model.towers)))
@@ -145,6 +145,7 @@ class Training(unittest.TestCase):
         for what, kw in (("DDP + nbc hook (thread)", dict(kind="hook")),
                          ("DDP + nbc hook (wait)", dict(kind="hook", hook_progress="wait")),
                          ("Total Reduce", dict(kind="total")),
+                         ("Total Reduce, a polling thread", dict(kind="total", progress="thread")),
                          ("Total Reduce, no priorities, fused", dict(kind="total", priorities=False, fuse=4096))):
             got, _ = train(**kw)
             self.same_everywhere(got, what)
@@ -180,7 +181,7 @@ class Training(unittest.TestCase):
             o = o[k:] + o[:k]
             return o[::-1] if RANK % 2 else o
         ref, _ = train("gloo", orders=orders)
-        got, seen = train("total", orders=orders)
+        got, seen = train("total", orders=orders, progress="thread")
         all_seen = COMM.allgather(seen)
         if P > 1:
             self.assertNotEqual(all_seen[0], all_seen[1], "the ranks produced gradients in the same order")
