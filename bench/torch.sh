@@ -10,7 +10,7 @@
 out=${1:-bench/results}
 mkdir -p "$out"
 csv=$out/torch-p2.csv
-: "${STEPS:=40}" "${ROUNDS:=10}" "${BATCH:=4}" "${IMAGE:=32}"
+: "${STEPS:=30}" "${ROUNDS:=10}" "${BATCH:=4}" "${IMAGE:=32}"
 py=""
 for c in ${PYTHON:-} $(which -a python3 2>/dev/null); do
     if "$c" -c 'import numpy, mpi4py, torch, torchvision' 2>/dev/null; then py=$c; break; fi
@@ -39,7 +39,11 @@ run() { # NAME MODEL TRANSPORT BACKENDS
 }
 echo "p = 2, batch $BATCH, ${IMAGE}x$IMAGE images, $STEPS iterations per backend in $ROUNDS turns; ratios to"
 echo "DDP with Gloo in the same run (Gloo always uses TCP; the transport column is nbc's)"
-run shm resnet18 shm none,gloo,nbc-hook,nbc-hook-wait,nbc-hook-pt,nbc-total,nbc-total-noprio,nbc-total-pt
-run tcp resnet18 tcp none,gloo,nbc-hook,nbc-total,nbc-total-noprio
-run orders branches shm none,gloo,nbc-hook,nbc-total,nbc-total-noprio
-echo "written: $csv"
+run shm resnet18 shm none,gloo,nbc-hook,nbc-hook-wait,nbc-hook-pt,nbc-total,nbc-total-noprio,nbc-total-pt,nbc-total-thread,nbc-total-fused
+run tcp resnet18 tcp none,gloo,nbc-hook,nbc-total,nbc-total-noprio,nbc-total-thread
+run orders branches shm none,gloo,nbc-hook,nbc-total,nbc-total-noprio,nbc-total-thread
+# the figure's data: a block per run (backend ratio q1 q3), then the figure when gnuplot is here
+dat=${csv%.csv}.dat
+awk -F, 'NR > 1 { if ($1 != last && NR > 2) printf "\n\n"; last = $1; print $2, $9, $10, $11 }' "$csv" > "$dat"
+command -v gnuplot > /dev/null && gnuplot -e "dat='$dat'; png='${csv%.csv}.png'" bench/torch.gp
+echo "written: $csv, $dat, ${csv%.csv}.png"
