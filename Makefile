@@ -10,8 +10,10 @@ MPI_PC_mpich   := mpich
 MPI_PC_openmpi := ompi-c
 PACKAGES := $(MPI_PACKAGES_$(MPI)) flex bison libxxhash-dev
 # Only `make test` needs these: xmllint checks the SVGs, clang builds the ThreadSanitizer run,
-# pkg-config and cmake build a program against an installed nbc.
-TEST_PACKAGES := libxml2-utils clang pkg-config cmake
+# pkg-config and cmake build a program against an installed nbc; the Python suite needs Python's
+# modules and Open MPI (the MPI Debian's mpi4py and torch run on).
+TEST_PACKAGES := libxml2-utils clang pkg-config cmake python3-mpi4py python3-numpy python3-torch \
+                 python3-torchvision openmpi-bin libopenmpi-dev
 # NO_DEPS=1 skips installing packages: every step then assumes they are there.
 DEPS = $(if $(filter 1,$(NO_DEPS)),,$(BUILD)/.$(1))
 PREFIX   ?= /usr/local
@@ -197,6 +199,8 @@ test: all $(call DEPS,test-deps)
 	    CFLAGS="-O1 -g -fsanitize=thread" $(TSAN)/tests/mpi_threads > $(TSAN).log 2>&1 \
 	    || { tail -n 30 $(TSAN).log; exit 1; }
 	@$(MAKE) --no-print-directory fuzz > $(FUZZ).log 2>&1 || { tail -n 30 $(FUZZ).log; exit 1; }
+	@[ "$(MPI)" = openmpi ] || $(MAKE) --no-print-directory MPI=openmpi build/openmpi/lib/libnbc.so > $(BUILD)/python-lib.log 2>&1 \
+	    || echo "building nbc against Open MPI for the Python suite failed ($(BUILD)/python-lib.log): it will be skipped"
 	@BUILD=$(BUILD) BINDIR=$(BINDIR) SANITIZE_BUILD=$(SANITIZE) TSAN_BUILD=$(TSAN) FUZZ_BUILD=$(FUZZ) sh tests/run.sh
 
 # The benchmark (bench/): nbc against MPICH on P processes (make bench P=4), results in
@@ -220,6 +224,14 @@ bench-interpose: $(BUILD)/bench/bench $(BUILD)/bench/interpose_cost $(INTERPOSE)
 .PHONY: bench-training
 bench-training: $(BUILD)/bench/training $(BUILD)/.bench-deps
 	sh bench/training.sh $(BUILD) $(P)
+
+# PyTorch at p = 2 (bench/torch.sh, docs/python.md): ResNet-18's iteration time with no
+# communication, DDP with Gloo, DDP with nbc's hook and nbc's Total Reduce synchronizer, on nbc
+# built against Open MPI (the MPI Debian's mpi4py and torch run on).
+.PHONY: bench-torch
+bench-torch: $(call DEPS,test-deps) $(call DEPS,bench-deps)
+	@$(MAKE) --no-print-directory MPI=openmpi build/openmpi/lib/libnbc.so
+	sh bench/torch.sh bench/results
 
 $(BUILD)/.bench-deps: tools/install-deps.sh
 	@mkdir -p $(BUILD)
@@ -275,6 +287,8 @@ docs: $(NBCC)
 SUBST = sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' -e 's|@MPI_PC@|$(MPI_PC_$(MPI))|' \
             -e 's|@MPICC@|$(CC)|'
 CMAKEDIR = $(DESTDIR)$(PREFIX)/lib/cmake/nbc
+# The Python package (python/nbc): where Debian's python3 looks for a PREFIX's modules.
+PYTHONDIR ?= $(PREFIX)/lib/python3/dist-packages
 install: all
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin \
 	    $(DESTDIR)$(PREFIX)/share/nbc/schedules $(CMAKEDIR)
@@ -290,6 +304,10 @@ install: all
 	$(if $(filter mpich,$(MPI)),install -m 755 $(INTERPOSE) $(DESTDIR)$(PREFIX)/lib/libnbcmpi.so.0 && \
 	    ln -sf libnbcmpi.so.0 $(DESTDIR)$(PREFIX)/lib/libnbcmpi.so && \
 	    $(SUBST) interpose/nbcmpi.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/nbcmpi.pc)
+	install -d $(DESTDIR)$(PYTHONDIR)/nbc
+	install -m 644 python/nbc/*.py $(DESTDIR)$(PYTHONDIR)/nbc/
+	printf '# written by make install: where libnbc.so.0 is, and the MPI it is built against\nLIBDIR = "%s"\nMPI = "%s"\n' \
+	    '$(PREFIX)/lib' '$(MPI)' > $(DESTDIR)$(PYTHONDIR)/nbc/_installed.py
 
 # Removes what install wrote (directories only when left empty).
 uninstall:
@@ -298,6 +316,7 @@ uninstall:
 	    $(DESTDIR)$(PREFIX)/lib/libnbcmpi.so $(DESTDIR)$(PREFIX)/lib/libnbcmpi.so.0 $(DESTDIR)$(PREFIX)/lib/pkgconfig/nbcmpi.pc \
 	    $(CMAKEDIR)/nbcConfig.cmake $(CMAKEDIR)/nbcConfigVersion.cmake \
 	    $(addprefix $(DESTDIR)$(PREFIX)/share/nbc/schedules/,$(notdir $(SCHEDULES)))
+	rm -rf $(DESTDIR)$(PYTHONDIR)/nbc
 	-rmdir $(DESTDIR)$(PREFIX)/share/nbc/schedules $(DESTDIR)$(PREFIX)/share/nbc $(CMAKEDIR) \
 	    $(DESTDIR)$(PREFIX)/lib/cmake 2> /dev/null
 

@@ -225,6 +225,13 @@ if [ -z "$TAG" ] && [ "${MPI:-mpich}" = mpich ]; then
     done
     suite "hosts" sh tests/hosts.sh --hosts 4 --build "$BUILD" --bindir "$BINDIR"
 fi
+# Python (python/nbc, nbc.torch) under the launcher of the MPI mpi4py runs on, with nbc built
+# against it (Open MPI here: `make test` builds build/openmpi's library for it); plain build only
+if [ -z "$TAG" ]; then
+    for p in 1 2 3 4; do
+        suite "python p=$p" sh tests/python/run.sh "$p"
+    done
+fi
 # the README's tutorial, as written there
 NBC_SCHEDULE_PATH=examples NBC_ALLREDUCE=star ASAN_OPTIONS=detect_leaks=0 timeout 300 \
     $MPIEXEC -n 4 "$BINDIR/overlap" > "$tmp/out" 2>&1
