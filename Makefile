@@ -34,14 +34,19 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export OMPI_MCA_mpi_yield_when_idle := 1
 endif
 CFLAGS   ?= -O2 -g
-CPPFLAGS := -D_GNU_SOURCE -Iruntime -I$(BUILD)/gen -Idsl
+# Headers are included by bare name, from every folder of the tree.
+CPPFLAGS := -D_GNU_SOURCE -Iruntime -I$(BUILD)/gen -Idsl -Icompiler -Ianalysis -Iinterp
 WARN     := -Wall -Wextra -Werror
 ALLFLAGS  = -std=gnu11 $(WARN) $(CFLAGS) $(CPPFLAGS)
 LDLIBS   := -lxxhash -lm
 # The version is written once, in nbc.h.
 VERSION  := $(shell sed -n 's/^\#define NBC_VERSION "\(.*\)"/\1/p' runtime/nbc.h)
 
+# The library: schedules in (dsl), programs out (compiler), run (interp, runtime). The offline
+# analysis (analysis/: verify, draw, compare, failures) goes into nbcc only.
 LIB_SRC := $(sort $(wildcard dsl/*.c compiler/*.c interp/*.c runtime/*.c))
+ANALYSIS_SRC := $(sort $(wildcard analysis/*.c))
+ANALYSIS_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(ANALYSIS_SRC))
 GEN_SRC := $(BUILD)/gen/parser.c $(BUILD)/gen/lexer.c $(BUILD)/gen/builtin_schedules.c $(BUILD)/gen/default_rules.c
 SCHEDULES := $(sort $(wildcard schedules/*.nbs))
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) \
@@ -58,6 +63,7 @@ NBCC   := $(BINDIR)/nbcc
 # tests, the kernel benchmark). The installed libraries export only what nbc.h declares.
 INTERNAL := $(BUILD)/lib/libnbc-internal.a
 EXPORTS  := $(BUILD)/gen/exports.txt
+ANALYSIS := $(BUILD)/lib/libnbc-analysis.a
 
 .PHONY: all demo test install uninstall clean deps docs
 all: $(STATIC) $(SHARED) $(NBCC) $(EXAMPLES:%=$(BINDIR)/%) $(TESTS:%=$(BUILD)/tests/%)
@@ -91,7 +97,7 @@ $(BUILD)/gen/default_rules.c: runtime/default.rules tools/embed-schedules.sh
 	sh tools/embed-schedules.sh nbc_default_rules nbc_default_rules_count runtime/default.rules > $@
 
 # Generated headers must exist before anything includes them.
-$(LIB_OBJ): $(BUILD)/gen/parser.h $(BUILD)/gen/lexer.h | $(call DEPS,deps)
+$(LIB_OBJ) $(ANALYSIS_OBJ): $(BUILD)/gen/parser.h $(BUILD)/gen/lexer.h | $(call DEPS,deps)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -116,6 +122,11 @@ $(INTERNAL): $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
+$(ANALYSIS): $(ANALYSIS_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
 # One relocatable object whose only global definitions are nbc.h's functions: an application
 # may define its own comm_init or cache_create and still link statically.
 $(STATIC): $(LIB_OBJ) $(EXPORTS)
@@ -132,9 +143,9 @@ $(SHARED): $(LIB_OBJ) $(EXPORTS)
 	ln -sf libnbc.so $(BUILD)/lib/libnbc.so.0
 
 NBCC_SRC := tools/nbcc.c tools/nbcc_select.c tools/nbcc_failures.c
-$(NBCC): $(NBCC_SRC) $(INTERNAL)
+$(NBCC): $(NBCC_SRC) $(ANALYSIS) $(INTERNAL)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLFLAGS) -MMD -MP $(NBCC_SRC) $(INTERNAL) $(LDLIBS) -o $@
+	$(CC) $(ALLFLAGS) -MMD -MP $(NBCC_SRC) $(ANALYSIS) $(INTERNAL) $(LDLIBS) -o $@
 
 $(BINDIR)/%: examples/%.c $(STATIC)
 	@mkdir -p $(dir $@)

@@ -4,7 +4,7 @@
  * length). Errors are reported into the diag and unwind with longjmp to compile_program, which
  * owns every allocation, so no error path leaks. */
 #include "compile.h"
-#include "../dsl/collectives.h"
+#include "collectives.h"
 
 #include <setjmp.h>
 #include <stddef.h>

@@ -12,16 +12,16 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "../compiler/compare.h"
+#include "compare.h"
 #include "../compiler/compile.h"
 #include "../compiler/disasm.h"
-#include "../compiler/draw.h"
+#include "draw.h"
 #include "../compiler/library.h"
 #include "../compiler/progverify.h"
 #include "nbcc_failures.h"
 #include "nbcc_select.h"
 #include "../compiler/simulate.h"
-#include "../compiler/verify.h"
+#include "verify.h"
 #include "../dsl/collectives.h"
 #include "../runtime/nbc.h"
 #include "../runtime/selection.h"

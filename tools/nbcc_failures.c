@@ -1,5 +1,5 @@
 /* nbcc failures: for each rank f and round k at which f stops, what the survivors hold and
- * what they lack (compiler/failures.h); as text, CSV or an SVG heat map; --compare puts the
+ * what they lack (analysis/failures.h); as text, CSV or an SVG heat map; --compare puts the
  * summaries of several allreduce schedules side by side. */
 #include <getopt.h>
 #include <inttypes.h>
@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../compiler/failmap.h"
-#include "../compiler/failures.h"
+#include "failmap.h"
+#include "failures.h"
 #include "nbcc_failures.h"
 #include "nbcc_select.h"
 

@@ -1,4 +1,4 @@
-/* nbcc failures: what each single failure costs an allreduce schedule (compiler/failures.h). */
+/* nbcc failures: what each single failure costs an allreduce schedule (analysis/failures.h). */
 #ifndef NBCC_FAILURES_H
 #define NBCC_FAILURES_H
 

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../dsl/collectives.h"
+#include "collectives.h"
 #include "chan.h"
 
 enum { SIDE_SEND, SIDE_RECV };

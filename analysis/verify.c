@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../dsl/collectives.h"
+#include "collectives.h"
 #include "chan.h"
 #include "compile.h"
 #include "disasm.h"

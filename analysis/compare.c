@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../dsl/collectives.h"
+#include "collectives.h"
 
 /* "ring" for allreduce_ring: the collective's prefix says nothing in a table of one collective. */
 static const char *short_name(const sched_def *s, const char *collective)
