@@ -16,10 +16,7 @@
 #include "nbc.h"
 #include "selection.h"
 
-extern const struct builtin_schedule {
-    const char *name, *text;
-    size_t len;
-} nbc_default_rules[];
+#include "builtin.h"
 
 static sched_lib *lib;
 static cache *programs;

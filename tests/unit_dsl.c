@@ -9,11 +9,7 @@
 #include "../compiler/compile.h"
 #include "../compiler/library.h"
 
-extern const struct builtin_schedule {
-    const char *name, *text;
-    size_t len;
-} nbc_builtin_schedules[];
-extern const size_t nbc_builtin_count;
+#include "builtin.h"
 
 static int failures;
 

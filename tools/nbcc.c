@@ -26,11 +26,7 @@
 #include "../runtime/nbc.h"
 #include "../runtime/selection.h"
 
-extern const struct builtin_schedule {
-    const char *name, *text;
-    size_t len;
-} nbc_builtin_schedules[];
-extern const size_t nbc_builtin_count;
+#include "builtin.h"
 
 static const struct { const char *name; int size; } types[] = {
     {"int8", 1}, {"char", 1}, {"int16", 2}, {"short", 2}, {"int", 4}, {"int32", 4}, {"float", 4},

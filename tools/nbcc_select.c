@@ -13,10 +13,7 @@
 #include "../runtime/nbc.h"
 #include "../runtime/selection.h"
 
-extern const struct builtin_schedule {
-    const char *name, *text;
-    size_t len;
-} nbc_default_rules[];
+#include "builtin.h"
 
 static const char *const usage_explain =
     "usage: nbcc explain --collective C --p P --count N [--type T] [--op O] [--inplace]\n"
