@@ -1,4 +1,5 @@
-/* The collectives a schedule can implement, and the shape of their buffers. */
+/* The collectives a schedule can implement, and the shape of their buffers. Their names and
+ * shapes are one table, in collectives.c; this enum gives their numbers. */
 #ifndef NBC_COLLECTIVES_H
 #define NBC_COLLECTIVES_H
 
