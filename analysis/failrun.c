@@ -84,11 +84,12 @@ static int setup(run *v, uint32_t r)
         return -1;
     }
     const nbc_insn *in = prog_insns(prog);
-    for (uint32_t i = 0; i < prog->ninsns; i++) {
-        add_cut(cut[in[i].a_slot], &n[in[i].a_slot], in[i].a_off, in[i].len, es);
-        if (in[i].op >= OP_COPY) add_cut(cut[in[i].b_slot], &n[in[i].b_slot], in[i].b_off, in[i].len, es);
-        if (in[i].op == OP_COMBINE) add_cut(cut[in[i].c_slot], &n[in[i].c_slot], in[i].c_off, in[i].len, es);
-    }
+    for (uint32_t i = 0; i < prog->ninsns; i++)
+        for (int o = 0; o < 3; o++)
+            if (prog_operands(in[i].op) >> o & 1) {
+                unsigned s = prog_operand_slot(&in[i], o);
+                add_cut(cut[s], &n[s], prog_operand_off(&in[i], o), in[i].len, es);
+            }
     for (int s = 0; s < SLOT_COUNT_; s++)
         if (sym_buf_init(&v->st->buf[r][s], len[s], cut[s], n[s])) rc = -1;
     sym_piece x = {.len = (uint64_t)m->base.count, .sum = 1ull << r, .cnt = 1, .lo = r, .hi = r + 1};

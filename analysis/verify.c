@@ -99,22 +99,17 @@ static uint32_t round_of(const nbc_program *prog, uint32_t pc)
 
 static void describe(const nbc_insn *in, char *out, size_t size)
 {
-    switch (in->op) {
-    case OP_SEND:
-    case OP_RECV:
-        snprintf(out, size, "%s %" PRIu64 " bytes at %s+%" PRIu64 " %s rank %d", prog_opcode_name(in->op), in->len,
-                 prog_slot_name(in->a_slot), in->a_off, in->op == OP_SEND ? "to" : "from", in->peer);
-        break;
-    case OP_COMBINE:
-        snprintf(out, size, "%s %" PRIu64 " bytes at %s+%" PRIu64 " from %s+%" PRIu64 " with %s+%" PRIu64,
-                 prog_opcode_name(in->op), in->len, prog_slot_name(in->a_slot), in->a_off, prog_slot_name(in->c_slot),
-                 in->c_off, prog_slot_name(in->b_slot), in->b_off);
-        break;
-    default:
-        snprintf(out, size, "%s %" PRIu64 " bytes at %s+%" PRIu64 " %s %s+%" PRIu64, prog_opcode_name(in->op), in->len,
-                 prog_slot_name(in->a_slot), in->a_off, in->op == OP_COPY ? "from" : "with", prog_slot_name(in->b_slot),
+    const nbc_opinfo *op = prog_opinfo(in->op);
+    if (op->message)
+        snprintf(out, size, "%s %" PRIu64 " bytes at %s+%" PRIu64 " %s rank %d", op->name, in->len, prog_slot_name(in->a_slot),
+                 in->a_off, op->writes ? "from" : "to", in->peer);
+    else if (prog_operands(in->op) & OPND_C) /* COMBINE: a from c, with b */
+        snprintf(out, size, "%s %" PRIu64 " bytes at %s+%" PRIu64 " from %s+%" PRIu64 " with %s+%" PRIu64, op->name, in->len,
+                 prog_slot_name(in->a_slot), in->a_off, prog_slot_name(in->c_slot), in->c_off, prog_slot_name(in->b_slot),
                  in->b_off);
-    }
+    else /* COPY from b, REDUCE with b */
+        snprintf(out, size, "%s %" PRIu64 " bytes at %s+%" PRIu64 " %s %s+%" PRIu64, op->name, in->len, prog_slot_name(in->a_slot),
+                 in->a_off, op->reduces ? "with" : "from", prog_slot_name(in->b_slot), in->b_off);
 }
 
 static loc where(const vctx *v, uint32_t rank, uint32_t pc)
@@ -215,11 +210,9 @@ static int setup_buffers(vctx *v, uint32_t rank, const vshape *sh)
     size_t n[NBC_MAX_SLOTS] = {0};
     for (int s = SLOT_EXTRA; s < v->nslots; s++) len[s] = sh->extra;
     const nbc_insn *in = prog_insns(prog);
-    for (uint32_t i = 0; i < prog->ninsns; i++) {
-        n[in[i].a_slot] += 2;
-        if (in[i].op >= OP_COPY) n[in[i].b_slot] += 2;
-        if (in[i].op == OP_COMBINE) n[in[i].c_slot] += 2;
-    }
+    for (uint32_t i = 0; i < prog->ninsns; i++)
+        for (int o = 0; o < 3; o++)
+            if (prog_operands(in[i].op) >> o & 1) n[prog_operand_slot(&in[i], o)] += 2;
     uint64_t *cuts[NBC_MAX_SLOTS] = {0};
     int nomem = 0;
     for (int s = 0; s < v->nslots; s++) {
@@ -231,18 +224,14 @@ static int setup_buffers(vctx *v, uint32_t rank, const vshape *sh)
         for (int s = 0; s < v->nslots; s++) free(cuts[s]);
         return -1;
     }
-    for (uint32_t i = 0; i < prog->ninsns; i++) {
-        cuts[in[i].a_slot][n[in[i].a_slot]++] = in[i].a_off / es;
-        cuts[in[i].a_slot][n[in[i].a_slot]++] = (in[i].a_off + in[i].len) / es;
-        if (in[i].op >= OP_COPY) {
-            cuts[in[i].b_slot][n[in[i].b_slot]++] = in[i].b_off / es;
-            cuts[in[i].b_slot][n[in[i].b_slot]++] = (in[i].b_off + in[i].len) / es;
+    for (uint32_t i = 0; i < prog->ninsns; i++)
+        for (int o = 0; o < 3; o++) {
+            if (!(prog_operands(in[i].op) >> o & 1)) continue;
+            unsigned s = prog_operand_slot(&in[i], o);
+            uint64_t off = prog_operand_off(&in[i], o);
+            cuts[s][n[s]++] = off / es;
+            cuts[s][n[s]++] = (off + in[i].len) / es;
         }
-        if (in[i].op == OP_COMBINE) {
-            cuts[in[i].c_slot][n[in[i].c_slot]++] = in[i].c_off / es;
-            cuts[in[i].c_slot][n[in[i].c_slot]++] = (in[i].c_off + in[i].len) / es;
-        }
-    }
     cuts[SLOT_RECV][n[SLOT_RECV]++] = sh->own_lo;
     cuts[SLOT_RECV][n[SLOT_RECV]++] = sh->own_hi;
     int rc = 0;

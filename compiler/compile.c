@@ -382,7 +382,7 @@ static void emit(ev *e, const node *at, int op, int32_t peer, const value *a, co
     e->insns[e->n] = in;
     e->locs[e->n] = (nbc_srcloc){(uint32_t)at->at.line, (uint32_t)at->at.col};
     e->n++;
-    if (op == OP_SEND || op == OP_RECV) e->group_comms++;
+    if (prog_opinfo((unsigned)op)->message) e->group_comms++;
 }
 
 static value eval_view(ev *e, const node *n, int write)
@@ -755,7 +755,7 @@ static nbc_program *assemble(ev *e, const sched_def *s)
     for (size_t i = 0; i < e->n; i++) { /* the ordered-reduce temporary lives after scratch */
         if (in[i].a_slot == SLOT_RTMP) in[i].a_slot = SLOT_SCRATCH, in[i].a_off += (uint64_t)(e->scratch * es);
         if (in[i].b_slot == SLOT_RTMP) in[i].b_slot = SLOT_SCRATCH, in[i].b_off += (uint64_t)(e->scratch * es);
-        if (in[i].op == OP_COMBINE && in[i].c_slot == SLOT_RTMP)
+        if ((prog_operands(in[i].op) & OPND_C) && in[i].c_slot == SLOT_RTMP)
             in[i].c_slot = SLOT_SCRATCH, in[i].c_off += (uint64_t)(e->scratch * es);
     }
     memcpy(prog_rounds(p), e->rounds, e->nrounds * sizeof(uint32_t));
