@@ -1,6 +1,7 @@
-/* The verifier's run: all ranks' programs advance round by round from a worklist; every SEND
- * and RECV is posted into the channel of its pair of ranks (chan.h) and matched there in
- * posting order. A send carries a snapshot of its bytes (symbolic pieces), taken when it is
+/* The verifier's run, on the simulated network (simnet.h): all ranks' programs advance round
+ * by round as the network queues them; every SEND and RECV meets the other side waiting in
+ * the channel of its pair of ranks, or is posted there to wait, so they match in posting
+ * order. A send carries a snapshot of its bytes (symbolic pieces), taken when it is
  * posted: the race check guarantees nothing writes them while it is in flight. A round ends
  * when all its messages are matched (as with MPI, a send may need its receive to complete), and
  * a rank that ends its last round has its result checked and its memory freed. */
@@ -13,11 +14,11 @@
 #include <string.h>
 
 #include "collectives.h"
-#include "chan.h"
 #include "compile.h"
 #include "disasm.h"
 #include "origin.h"
 #include "progcheck.h"
+#include "simnet.h"
 #include "symbuf.h"
 
 enum { SIDE_SEND, SIDE_RECV };
@@ -27,7 +28,7 @@ typedef struct {
     sym_buf buf[NBC_MAX_SLOTS];
     uint32_t round;      /* the round being run (or next to run when not issued) */
     uint32_t pending;    /* its messages of that round not yet matched */
-    uint8_t issued, done, queued;
+    uint8_t issued, done;
     uint64_t *heard;     /* barrier: the ranks it has heard from, directly or through others */
 } vrank;
 
@@ -53,9 +54,7 @@ typedef struct {
     int nslots;          /* slots in use: sendbuf, recvbuf, scratch, other buffers */
     uint64_t ncontrib;   /* contributions: p · nbufs, numbered rank-major */
     vrank *rk;
-    chan_table *ch;
-    uint32_t *work;      /* FIFO of ranks ready to advance */
-    size_t whead, wcount;
+    sim_net net;         /* the posted operations (vpost), the ranks ready to advance */
     int failed;
     uint64_t total;      /* Σ key over all contributions */
     sym_list t1, t2, t3; /* scratch lists */
@@ -314,19 +313,11 @@ static int load_rank(vctx *v, const sched_lib *lib, uint32_t rank)
 
 /* ---- running ---- */
 
-static void enqueue(vctx *v, uint32_t r)
-{
-    vrank *k = &v->rk[r];
-    if (k->queued || k->done) return;
-    k->queued = 1;
-    v->work[(v->whead + v->wcount++) % (size_t)v->p] = r;
-}
-
 static void matched(vctx *v, uint32_t r)
 {
     vrank *k = &v->rk[r];
     k->pending--;
-    if (k->issued && k->pending == 0) enqueue(v, r);
+    if (k->issued && k->pending == 0 && !k->done) net_ready(&v->net, r);
 }
 
 /* REDUCE a := b ⊕ a over lists B (left operand) and A (right), into out. */
@@ -405,10 +396,8 @@ static void post_send(vctx *v, uint32_t r, uint32_t pc, const nbc_insn *in, cons
     vpost me = {r, v->rk[r].round, pc, in->len, NULL, 0, NULL};
     uint32_t peer = (uint32_t)in->peer;
     v->rk[r].pending++;
-    vpost *w = chan_front(v->ch, r, peer, SIDE_RECV);
-    if (w) {
-        vpost rcv = *w;
-        chan_pop(v->ch, r, peer);
+    vpost rcv;
+    if (net_take(&v->net, r, peer, SIDE_RECV, &rcv)) {
         deliver(v, &me, data->v, data->n, v->rk[r].heard, &rcv);
         return;
     }
@@ -423,7 +412,7 @@ static void post_send(vctx *v, uint32_t r, uint32_t pc, const nbc_insn *in, cons
     }
     memcpy(me.data, data->v, data->n * sizeof *me.data);
     if (me.heard) memcpy(me.heard, v->rk[r].heard, v->heard_words * sizeof *me.heard);
-    if (chan_push(v->ch, r, peer, SIDE_SEND, &me)) {
+    if (net_post(&v->net, r, peer, SIDE_SEND, &me)) {
         free(me.data);
         free(me.heard);
         nomem(v);
@@ -435,16 +424,14 @@ static void post_recv(vctx *v, uint32_t r, uint32_t pc, const nbc_insn *in)
     vpost me = {r, v->rk[r].round, pc, in->len, NULL, 0, NULL};
     uint32_t peer = (uint32_t)in->peer;
     v->rk[r].pending++;
-    vpost *w = chan_front(v->ch, peer, r, SIDE_SEND);
-    if (w) {
-        vpost snd = *w;
-        chan_pop(v->ch, peer, r);
+    vpost snd;
+    if (net_take(&v->net, peer, r, SIDE_SEND, &snd)) {
         deliver(v, &snd, snd.data, snd.n, snd.heard, &me);
         free(snd.data);
         free(snd.heard);
         return;
     }
-    if (chan_push(v->ch, peer, r, SIDE_RECV, &me)) nomem(v);
+    if (net_post(&v->net, peer, r, SIDE_RECV, &me)) nomem(v);
 }
 
 static void issue(vctx *v, uint32_t r)
@@ -677,7 +664,7 @@ static void report_stuck(vctx *v)
     }
     for (int64_t r = 0; r < v->p; r++) pc[r] = UINT32_MAX;
     stuck_scan s = {v, pc, peer};
-    chan_each(v->ch, oldest, &s);
+    net_each(&v->net, oldest, &s);
     uint32_t r = 0;
     while ((int64_t)r < v->p && v->rk[r].done) r++;
     /* follow "waits for" edges until a finished rank or a rank already on the path */
@@ -717,9 +704,8 @@ static void report_stuck(vctx *v)
     free(seen);
 }
 
-static void drop_post(void *ctx, uint32_t src, uint32_t dst, int side, void *item)
+static void drop_post(void *item)
 {
-    (void)ctx, (void)src, (void)dst, (void)side;
     free(((vpost *)item)->data);
     free(((vpost *)item)->heard);
 }
@@ -727,14 +713,8 @@ static void drop_post(void *ctx, uint32_t src, uint32_t dst, int side, void *ite
 static void run(vctx *v, const sched_lib *lib)
 {
     for (int64_t r = 0; r < v->p && !v->failed; r++) load_rank(v, lib, (uint32_t)r);
-    for (int64_t r = 0; r < v->p && !v->failed; r++) enqueue(v, (uint32_t)r);
-    while (v->wcount && !v->failed) {
-        uint32_t r = v->work[v->whead];
-        v->whead = (v->whead + 1) % (size_t)v->p;
-        v->wcount--;
-        v->rk[r].queued = 0;
-        advance(v, r);
-    }
+    for (int64_t r = 0; r < v->p && !v->failed; r++) net_ready(&v->net, (uint32_t)r);
+    for (uint32_t next; !v->failed && net_next(&v->net, &next);) advance(v, next);
     if (v->failed) return;
     for (int64_t r = 0; r < v->p; r++)
         if (!v->rk[r].done) {
@@ -777,9 +757,7 @@ int verify_schedule(const sched_lib *lib, const sched_def *s, const verify_args 
     for (uint64_t q = 0; q < v.ncontrib; q++) v.total += key(&v, q);
     if (v.coll == COLL_BARRIER && v.p <= 16384) v.heard_words = ((size_t)v.p + 63) / 64; /* p²/8 bytes in all */
     v.rk = calloc((size_t)a->base.p, sizeof *v.rk);
-    v.work = malloc((size_t)a->base.p * sizeof *v.work);
-    v.ch = chan_create(sizeof(vpost));
-    if (!v.rk || !v.work || !v.ch) nomem(&v);
+    if (net_init(&v.net, a->base.p, sizeof(vpost)) || !v.rk) nomem(&v);
     else run(&v, lib);
 
     if (v.failed) {
@@ -789,11 +767,9 @@ int verify_schedule(const sched_lib *lib, const sched_def *s, const verify_args 
         diag_append(d, "  (verifying '%s' for p = %" PRId64 ", count = %" PRId64 ", element %" PRId64 " bytes%s%s%s)\n", s->name, a->base.p,
                     a->base.count, a->base.esize, root, a->base.inplace ? ", in place" : "", a->base.commutative ? ", commutative op" : ", non-commutative op");
     }
-    if (v.ch) chan_each(v.ch, drop_post, NULL);
-    chan_destroy(v.ch);
+    net_free(&v.net, drop_post);
     for (int64_t r = 0; v.rk && r < a->base.p; r++) release(&v.rk[r]);
     free(v.rk);
-    free(v.work);
     sym_list_free(&v.t1);
     sym_list_free(&v.t2);
     sym_list_free(&v.t3);
