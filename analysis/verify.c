@@ -751,8 +751,7 @@ int verify_schedule(const sched_lib *lib, const sched_def *s, const verify_args 
     v.nbufs = v.coll == COLL_ALLREDUCE_MULTI && a->base.nbufs > 1 ? a->base.nbufs : 1;
     v.nslots = SLOT_COUNT_ + (int)v.nbufs - 1;
     v.ncontrib = (uint64_t)v.p * (uint64_t)v.nbufs;
-    int reduces = v.coll == COLL_ALLREDUCE || v.coll == COLL_REDUCE || v.coll == COLL_REDUCE_SCATTER || v.coll == COLL_ALLREDUCE_MULTI;
-    v.check_order = s->ordered && reduces && !a->base.commutative;
+    v.check_order = s->ordered && collective_reduces(v.coll) && !a->base.commutative;
     v.check_tree = s->ordered && (v.coll == COLL_ALLREDUCE || v.coll == COLL_ALLREDUCE_MULTI);
     for (uint64_t q = 0; q < v.ncontrib; q++) v.total += key(&v, q);
     if (v.coll == COLL_BARRIER && v.p <= 16384) v.heard_words = ((size_t)v.p + 63) / 64; /* p²/8 bytes in all */
@@ -762,7 +761,7 @@ int verify_schedule(const sched_lib *lib, const sched_def *s, const verify_args 
 
     if (v.failed) {
         char root[40] = "";
-        if (v.coll == COLL_REDUCE || v.coll == COLL_BCAST) snprintf(root, sizeof root, ", root %" PRId64, a->base.root);
+        if (collective_rooted(v.coll)) snprintf(root, sizeof root, ", root %" PRId64, a->base.root);
         if (v.coll == COLL_ALLREDUCE_MULTI) snprintf(root, sizeof root, ", %" PRId64 " buffers", v.nbufs);
         diag_append(d, "  (verifying '%s' for p = %" PRId64 ", count = %" PRId64 ", element %" PRId64 " bytes%s%s%s)\n", s->name, a->base.p,
                     a->base.count, a->base.esize, root, a->base.inplace ? ", in place" : "", a->base.commutative ? ", commutative op" : ", non-commutative op");

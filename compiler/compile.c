@@ -701,8 +701,7 @@ static int preconditions(ev *e, const sched_def *s)
 {
     define_top(e, s, 0);
     int c = s->collective ? collective_from_name(s->collective) : -1;
-    int reduces = c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_REDUCE_SCATTER || c == COLL_ALLREDUCE_MULTI;
-    if (reduces && !s->ordered && !e->args->commutative) {
+    if (collective_reduces(c) && !s->ordered && !e->args->commutative) {
         diag_error(e->d, s->src, s->at, "'%s' does not keep rank order (it is not marked 'ordered'), so it needs a commutative op", s->name);
         return COMPILE_UNMET;
     }
