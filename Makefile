@@ -36,14 +36,19 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export OMPI_MCA_mpi_yield_when_idle := 1
 endif
 CFLAGS   ?= -O2 -g
-CPPFLAGS := -D_GNU_SOURCE -Iruntime -I$(BUILD)/gen -Idsl
+# Headers are included by bare name, from every folder of the tree.
+CPPFLAGS := -D_GNU_SOURCE -Iruntime -I$(BUILD)/gen -Idsl -Icompiler -Ianalysis -Iinterp
 WARN     := -Wall -Wextra -Werror
 ALLFLAGS  = -std=gnu11 $(WARN) $(CFLAGS) $(CPPFLAGS)
 LDLIBS   := -lxxhash -lm
 # The version is written once, in nbc.h.
 VERSION  := $(shell sed -n 's/^\#define NBC_VERSION "\(.*\)"/\1/p' runtime/nbc.h)
 
+# The library: schedules in (dsl), programs out (compiler), run (interp, runtime). The offline
+# analysis (analysis/: verify, draw, compare, failures) goes into nbcc only.
 LIB_SRC := $(sort $(wildcard dsl/*.c compiler/*.c interp/*.c runtime/*.c))
+ANALYSIS_SRC := $(sort $(wildcard analysis/*.c))
+ANALYSIS_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(ANALYSIS_SRC))
 GEN_SRC := $(BUILD)/gen/parser.c $(BUILD)/gen/lexer.c $(BUILD)/gen/builtin_schedules.c $(BUILD)/gen/default_rules.c
 SCHEDULES := $(sort $(wildcard schedules/*.nbs))
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) \
@@ -65,6 +70,7 @@ EXPORTS  := $(BUILD)/gen/exports.txt
 INTERPOSE := $(BUILD)/lib/libnbcmpi.so
 INTERPOSE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard interpose/*.c)))
 INTERPOSE_TESTS := interpose_coll interpose_overlap
+ANALYSIS := $(BUILD)/lib/libnbc-analysis.a
 
 .PHONY: all demo test install uninstall clean deps docs
 all: $(STATIC) $(SHARED) $(NBCC) $(EXAMPLES:%=$(BINDIR)/%) $(TESTS:%=$(BUILD)/tests/%) \
@@ -99,7 +105,7 @@ $(BUILD)/gen/default_rules.c: runtime/default.rules tools/embed-schedules.sh
 	sh tools/embed-schedules.sh nbc_default_rules nbc_default_rules_count runtime/default.rules > $@
 
 # Generated headers must exist before anything includes them.
-$(LIB_OBJ): $(BUILD)/gen/parser.h $(BUILD)/gen/lexer.h | $(call DEPS,deps)
+$(LIB_OBJ) $(ANALYSIS_OBJ): $(BUILD)/gen/parser.h $(BUILD)/gen/lexer.h | $(call DEPS,deps)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -120,6 +126,11 @@ $(EXPORTS): runtime/nbc.h tools/exports.sh
 	sh tools/exports.sh runtime/nbc.h > $@
 
 $(INTERNAL): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
+$(ANALYSIS): $(ANALYSIS_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@
 	ar rcs $@ $^
@@ -157,12 +168,12 @@ $(BUILD)/tests/interpose_%: tests/interpose_%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLFLAGS) $< -lm -o $@
 
-# nbcc: one file per subcommand (tools/nbcc/); it includes the library's headers by name.
+# nbcc: one file per subcommand (tools/nbcc/), with the analysis only it links (analysis/);
+# it includes the library's headers by name (CPPFLAGS names every folder).
 NBCC_SRC := $(sort $(wildcard tools/nbcc/*.c))
-NBCC_INC := -Idsl -Icompiler -Ianalysis -Iinterp -Iruntime
-$(NBCC): $(NBCC_SRC) tools/nbcc/nbcc.h $(INTERNAL)
+$(NBCC): $(NBCC_SRC) tools/nbcc/nbcc.h $(ANALYSIS) $(INTERNAL)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALLFLAGS) $(NBCC_INC) $(NBCC_SRC) $(INTERNAL) $(LDLIBS) -o $@
+	$(CC) $(ALLFLAGS) -MMD -MP $(NBCC_SRC) $(ANALYSIS) $(INTERNAL) $(LDLIBS) -o $@
 
 $(BINDIR)/%: examples/%.c $(STATIC)
 	@mkdir -p $(dir $@)

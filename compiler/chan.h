@@ -1,7 +1,6 @@
-/* Channels of a simulated network: for each ordered pair of ranks (source, destination), the
- * operations posted on one side and not yet matched by the other, oldest first. Messages of
- * one collective call share one tag, so MPI's non-overtaking rule makes the k-th send from s
- * to d meet the k-th receive that d posts from s: a FIFO per pair is the whole matching rule.
+/* The channels of the simulated network (simnet.h, which uses them): for each ordered pair of
+ * ranks (source, destination), the operations posted on one side and not yet matched by the
+ * other, oldest first.
  *
  * A queue holds items of one side at a time (sends waiting for receives, or the reverse);
  * items are fixed-size records copied in and out. Only non-empty queues take memory, so the

@@ -4,7 +4,7 @@
  * length). Errors are reported into the diag and unwind with longjmp to compile_program, which
  * owns every allocation, so no error path leaks. */
 #include "compile.h"
-#include "../dsl/collectives.h"
+#include "collectives.h"
 
 #include <setjmp.h>
 #include <stddef.h>
@@ -382,7 +382,7 @@ static void emit(ev *e, const node *at, int op, int32_t peer, const value *a, co
     e->insns[e->n] = in;
     e->locs[e->n] = (nbc_srcloc){(uint32_t)at->at.line, (uint32_t)at->at.col};
     e->n++;
-    if (op == OP_SEND || op == OP_RECV) e->group_comms++;
+    if (prog_opinfo((unsigned)op)->message) e->group_comms++;
 }
 
 static value eval_view(ev *e, const node *n, int write)
@@ -701,8 +701,7 @@ static int preconditions(ev *e, const sched_def *s)
 {
     define_top(e, s, 0);
     int c = s->collective ? collective_from_name(s->collective) : -1;
-    int reduces = c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_REDUCE_SCATTER || c == COLL_ALLREDUCE_MULTI;
-    if (reduces && !s->ordered && !e->args->commutative) {
+    if (collective_reduces(c) && !s->ordered && !e->args->commutative) {
         diag_error(e->d, s->src, s->at, "'%s' does not keep rank order (it is not marked 'ordered'), so it needs a commutative op", s->name);
         return COMPILE_UNMET;
     }
@@ -755,7 +754,7 @@ static nbc_program *assemble(ev *e, const sched_def *s)
     for (size_t i = 0; i < e->n; i++) { /* the ordered-reduce temporary lives after scratch */
         if (in[i].a_slot == SLOT_RTMP) in[i].a_slot = SLOT_SCRATCH, in[i].a_off += (uint64_t)(e->scratch * es);
         if (in[i].b_slot == SLOT_RTMP) in[i].b_slot = SLOT_SCRATCH, in[i].b_off += (uint64_t)(e->scratch * es);
-        if (in[i].op == OP_COMBINE && in[i].c_slot == SLOT_RTMP)
+        if ((prog_operands(in[i].op) & OPND_C) && in[i].c_slot == SLOT_RTMP)
             in[i].c_slot = SLOT_SCRATCH, in[i].c_off += (uint64_t)(e->scratch * es);
     }
     memcpy(prog_rounds(p), e->rounds, e->nrounds * sizeof(uint32_t));

@@ -4,7 +4,7 @@
 #define NBC_COMPILE_H
 
 #include <stdint.h>
-#include "../dsl/diag.h"
+#include "diag.h"
 #include "library.h"
 #include "program.h"
 

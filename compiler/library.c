@@ -69,11 +69,7 @@ int lib_add_source(sched_lib *lib, const char *name, const char *text, size_t le
     return 0;
 }
 
-extern const struct builtin_schedule {
-    const char *name, *text;
-    size_t len;
-} nbc_builtin_schedules[];
-extern const size_t nbc_builtin_count;
+#include "builtin.h"
 
 int lib_add_builtins(sched_lib *lib, diag *d)
 {

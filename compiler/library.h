@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "../dsl/ast.h"
+#include "ast.h"
 
 typedef struct sched_lib sched_lib;
 

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "disasm.h"
 
 const char *prog_buffer_name(int slot, char *space, size_t size)
 {
@@ -69,7 +68,7 @@ static int add(span_set *s, uint64_t lo, uint64_t hi)
     return 0;
 }
 
-/* What an instruction touches: up to two reads and one write. */
+/* What an instruction touches, as its opcode's row says: up to two reads and one write. */
 typedef struct {
     int slot;
     uint64_t lo, hi;
@@ -82,14 +81,12 @@ typedef struct {
 static touches touched(const nbc_insn *in)
 {
     touches t = {0};
-    access a = {in->a_slot, in->a_off, in->a_off + in->len}, b = {in->b_slot, in->b_off, in->b_off + in->len},
-           c = {in->c_slot, in->c_off, in->c_off + in->len};
-    switch (in->op) {
-    case OP_SEND: t.rd[t.nrd++] = a; break;
-    case OP_RECV: t.wr = a, t.haswr = 1; break;
-    case OP_COPY: t.rd[t.nrd++] = b, t.wr = a, t.haswr = 1; break;
-    case OP_REDUCE: t.rd[t.nrd++] = b, t.rd[t.nrd++] = a, t.wr = a, t.haswr = 1; break;
-    case OP_COMBINE: t.rd[t.nrd++] = b, t.rd[t.nrd++] = c, t.wr = a, t.haswr = 1; break;
+    const nbc_opinfo *op = prog_opinfo(in->op);
+    for (int k = 0; k < 3; k++) {
+        uint64_t off = prog_operand_off(in, k);
+        access x = {(int)prog_operand_slot(in, k), off, off + in->len};
+        if (op->reads >> k & 1 && t.nrd < 2) t.rd[t.nrd++] = x;
+        if (op->writes >> k & 1) t.wr = x, t.haswr = 1;
     }
     return t;
 }
@@ -115,31 +112,33 @@ static int check_insn(const nbc_program *prog, uint32_t pc, int64_t p, const uin
 {
     char name[3][24];
     const nbc_insn *in = &prog_insns(prog)[pc];
-    const char *op = prog_opcode_name(in->op);
+    const nbc_opinfo *info = prog_opinfo(in->op);
+    const char *op = info->name;
     uint64_t es = prog->esize;
     if (in->op >= OP_COUNT_) return prog_fault_at(f, pc, UINT32_MAX, "unknown opcode %u", in->op);
     if (in->len == 0) return prog_fault_at(f, pc, UINT32_MAX, "%s of zero length (programs never hold those)", op);
-    int two = in->op >= OP_COPY; /* COPY, REDUCE and COMBINE read a second buffer */
-    int nops = in->op == OP_COMBINE ? 3 : 1 + two;
+    unsigned uses = prog_operands(in->op);
     const uint8_t slots[3] = {in->a_slot, in->b_slot, in->c_slot};
     const uint64_t offs[3] = {in->a_off, in->b_off, in->c_off};
-    for (int k = 0; k < nops; k++) {
+    for (int k = 0; k < 3; k++) {
+        if (!(uses >> k & 1)) continue;
         if (slots[k] >= nslots) return prog_fault_at(f, pc, UINT32_MAX, "%s names buffer slot %u, which does not exist", op, slots[k]);
         if (offs[k] % es || in->len % es)
             return prog_fault_at(f, pc, UINT32_MAX, "%s at byte %" PRIu64 ", %" PRIu64 " bytes long, is not aligned to the %" PRIu64 "-byte elements",
                          op, offs[k], in->len, es);
         if (offs[k] > slot_bytes[slots[k]] || in->len > slot_bytes[slots[k]] - offs[k])
             return prog_fault_at(f, pc, UINT32_MAX, "%s %s bytes [%" PRIu64 ", %" PRIu64 ") of %s, which is %" PRIu64 " bytes long", op,
-                         (k == 0 && in->op != OP_SEND) ? "writes" : "reads", offs[k], offs[k] + in->len,
+                         info->writes >> k & 1 ? "writes" : "reads", offs[k], offs[k] + in->len,
                          prog_buffer_name(slots[k], name[k], sizeof name[k]), slot_bytes[slots[k]]);
     }
-    if (!two && (in->peer < 0 || in->peer >= p))
+    if (info->message && (in->peer < 0 || in->peer >= p))
         return prog_fault_at(f, pc, UINT32_MAX, "%s names peer %d, outside 0..%" PRId64, op, in->peer, p - 1);
-    /* memcpy and the kernels need disjoint operands; a copy onto itself is merely useless */
-    int same = in->a_slot == in->b_slot && in->a_off < in->b_off + in->len && in->b_off < in->a_off + in->len;
-    if (in->op == OP_COMBINE)
-        same |= in->a_slot == in->c_slot && in->a_off < in->c_off + in->len && in->c_off < in->a_off + in->len;
-    if (two && same && !(in->op == OP_COPY && in->a_off == in->b_off))
+    /* memcpy and the kernels need disjoint operands: the written one, a, against b and c; a
+     * copy onto itself is merely useless */
+    int same = 0;
+    for (int k = 1; k < 3; k++)
+        same |= (uses >> k & 1) && slots[k] == in->a_slot && in->a_off < offs[k] + in->len && offs[k] < in->a_off + in->len;
+    if (same && !(in->op == OP_COPY && in->a_off == in->b_off))
         return prog_fault_at(f, pc, UINT32_MAX, "%s reads and writes overlapping bytes of %s", op, prog_buffer_name(in->a_slot, name[0], sizeof name[0]));
     return 0;
 }
@@ -149,9 +148,9 @@ static uint32_t culprit(const nbc_program *prog, uint32_t first, uint32_t pc, co
 {
     for (uint32_t i = first; i < pc; i++) {
         const nbc_insn *in = &prog_insns(prog)[i];
-        if (in->op != OP_SEND && in->op != OP_RECV) continue;
+        if (!prog_opinfo(in->op)->message) continue;
         access a = {in->a_slot, in->a_off, in->a_off + in->len};
-        if (cross(&a, now) && (now_writes || in->op == OP_RECV)) return i;
+        if (cross(&a, now) && (now_writes || prog_opinfo(in->op)->writes)) return i;
     }
     return UINT32_MAX;
 }
@@ -164,7 +163,7 @@ static int race(const nbc_program *prog, uint32_t first, uint32_t pc, const acce
     prog_fault_at(f, pc, other,
           "race within the round: %s %s bytes [%" PRIu64 ", %" PRIu64 ") of %s while the %s at pc %u, posted earlier in the round, may still be %s them",
           prog_opcode_name(prog_insns(prog)[pc].op), writes ? "writes" : "reads", a->lo, a->hi,
-          prog_buffer_name(a->slot, name, sizeof name), prog_opcode_name(o->op), other, o->op == OP_SEND ? "reading" : "writing");
+          prog_buffer_name(a->slot, name, sizeof name), prog_opcode_name(o->op), other, prog_opinfo(o->op)->writes ? "writing" : "reading");
     f->race = 1;
     return 1;
 }
@@ -195,8 +194,10 @@ int prog_check(const nbc_program *prog, int64_t p, const uint64_t *slot_bytes, i
             for (int k = 0; k < t.nrd && rc == 0; k++)
                 if (overlaps(&writing[t.rd[k].slot], t.rd[k].lo, t.rd[k].hi)) rc = race(prog, rounds[r], pc, &t.rd[k], 0, f);
             if (rc) break;
-            if (in->op == OP_SEND && add(&reading[in->a_slot], in->a_off, in->a_off + in->len)) rc = -1;
-            if (in->op == OP_RECV && add(&writing[in->a_slot], in->a_off, in->a_off + in->len)) rc = -1;
+            if (!prog_opinfo(in->op)->message) continue; /* done with when posted */
+            for (int k = 0; k < t.nrd; k++)
+                if (add(&reading[t.rd[k].slot], t.rd[k].lo, t.rd[k].hi)) rc = -1;
+            if (t.haswr && add(&writing[t.wr.slot], t.wr.lo, t.wr.hi)) rc = -1;
         }
     }
     for (int s = 0; s < NBC_MAX_SLOTS; s++) {

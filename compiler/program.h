@@ -16,14 +16,56 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The opcodes, one row each: X(NAME, operands read, operands written, message, reduces).
+ *
+ * An instruction has up to three operands, a, b and c: each a slot and a byte offset
+ * (a_slot/a_off, ...), all len bytes long. A row says which operands the opcode reads and
+ * writes (OPND_A | OPND_B | OPND_C), whether it is a message (posted when its round starts, in
+ * flight until the round ends, `peer` naming the other rank; the others run at once, in
+ * order, with peer -1), and whether it applies the call's operator ⊕ (its cost is γ per byte).
+ * Tools, checks and the compiler ask these properties (prog_opinfo), never the opcode's
+ * number; only what an opcode does is a switch, in the interpreter (interp/interp.c) and the
+ * symbolic runs (analysis/verify.c, analysis/failrun.c). Adding an opcode: docs/architecture.md. */
+#define OPND_A 1
+#define OPND_B 2
+#define OPND_C 4
+#define NBC_OPCODES(X)                                                                             \
+    /* SEND: post a send of len bytes at a to peer; a must not change until the round ends */      \
+    X(SEND, OPND_A, 0, 1, 0)                                                                       \
+    /* RECV: post a receive of len bytes from peer into a, written by the end of the round */      \
+    X(RECV, 0, OPND_A, 1, 0)                                                                       \
+    /* COPY: a := b, a memcpy (the compiler emits no copy onto itself) */                          \
+    X(COPY, OPND_B, OPND_A, 0, 0)                                                                  \
+    /* REDUCE: a := b ⊕ a, in MPI_Reduce_local's order: b is the left operand */                   \
+    X(REDUCE, OPND_A | OPND_B, OPND_A, 0, 1)                                                       \
+    /* COMBINE: a := b ⊕ c in one pass: a COPY a := c and the REDUCE after it, fused */            \
+    X(COMBINE, OPND_B | OPND_C, OPND_A, 0, 1)
+
 typedef enum {
-    OP_SEND,   /* post a send of a.len bytes at (a.slot, a.off) to peer          */
-    OP_RECV,   /* post a receive of len bytes into (a.slot, a.off) from peer     */
-    OP_COPY,   /* a := b, len bytes                                              */
-    OP_REDUCE, /* a := b ⊕ a, len bytes (MPI_Reduce_local order: b is the left operand) */
-    OP_COMBINE, /* a := b ⊕ c, len bytes: a COPY a := c and the REDUCE after it, in one pass */
+#define NBC_OPCODE_ENUM(name, reads, writes, message, reduces) OP_##name,
+    NBC_OPCODES(NBC_OPCODE_ENUM)
+#undef NBC_OPCODE_ENUM
     OP_COUNT_
 } nbc_opcode;
+
+typedef struct {
+    const char *name;     /* "SEND", ...; "?" for a number that is no opcode */
+    uint8_t reads, writes; /* operands: OPND_A | OPND_B | OPND_C */
+    uint8_t message;      /* SEND or RECV: posted, completes when its round ends */
+    uint8_t reduces;      /* applies the operator */
+} nbc_opinfo;
+
+/* The rows of NBC_OPCODES, then one of no operands for numbers past them (compiler/program.c). */
+extern const nbc_opinfo nbc_opinfo_table[OP_COUNT_ + 1];
+static inline const nbc_opinfo *prog_opinfo(unsigned op)
+{
+    return &nbc_opinfo_table[op < OP_COUNT_ ? op : OP_COUNT_];
+}
+/* The operands an instruction reads or writes. */
+static inline unsigned prog_operands(unsigned op)
+{
+    return prog_opinfo(op)->reads | prog_opinfo(op)->writes;
+}
 
 typedef enum { SLOT_SEND, SLOT_RECV, SLOT_SCRATCH, SLOT_COUNT_ } nbc_slot;
 /* Multi-buffer calls (nbc_iallreduce_multi) name their buffers 1 .. nbufs-1 by the slots
@@ -34,10 +76,10 @@ typedef enum { SLOT_SEND, SLOT_RECV, SLOT_SCRATCH, SLOT_COUNT_ } nbc_slot;
 
 typedef struct {
     uint8_t op;       /* nbc_opcode */
-    uint8_t a_slot;   /* destination (COPY/REDUCE/COMBINE/RECV) or source (SEND) */
-    uint8_t b_slot;   /* source of COPY/REDUCE/COMBINE */
-    uint8_t c_slot;   /* right operand of COMBINE */
-    int32_t peer;     /* SEND/RECV only, else -1 */
+    uint8_t a_slot;   /* the operands, as the opcode's row says which it uses */
+    uint8_t b_slot;
+    uint8_t c_slot;
+    int32_t peer;     /* messages only, else -1 */
     uint64_t a_off;   /* byte offsets */
     uint64_t b_off;
     uint64_t c_off;
@@ -78,7 +120,17 @@ static inline size_t prog_size(uint32_t ninsns, uint32_t nrounds)
            ninsns * sizeof(nbc_srcloc);
 }
 
-const char *prog_opcode_name(int op);
+/* Operand k (0: a, 1: b, 2: c) of an instruction. */
+static inline unsigned prog_operand_slot(const nbc_insn *in, int k)
+{
+    return k == 0 ? in->a_slot : k == 1 ? in->b_slot : in->c_slot;
+}
+static inline uint64_t prog_operand_off(const nbc_insn *in, int k)
+{
+    return k == 0 ? in->a_off : k == 1 ? in->b_off : in->c_off;
+}
+
+const char *prog_opcode_name(int op);  /* "?" for a number that is no opcode */
 const char *prog_slot_name(int slot);
 
 #endif

@@ -48,7 +48,7 @@ static int well_formed(const nbc_program *prog, const compile_args *a, prog_faul
         if (rounds[r + 1] <= rounds[r]) return BAD(rounds[r], "round %u is empty or ends before it starts", r);
         uint32_t comms = 0;
         for (uint32_t pc = rounds[r]; pc < rounds[r + 1]; pc++) {
-            comms += in[pc].op == OP_SEND || in[pc].op == OP_RECV;
+            comms += prog_opinfo(in[pc].op)->message;
             /* the interpreter passes len / esize to MPI as an int */
             if (in[pc].len / prog->esize > INT_MAX)
                 return BAD(pc, "%" PRIu64 " bytes are more elements than an int counts", in[pc].len);

@@ -9,7 +9,7 @@
 
 #include "compile.h"
 #include "progcheck.h"
-#include "../dsl/collectives.h"
+#include "collectives.h"
 
 /* The bytes of each slot for call a of collective c; returns how many slots there are. */
 int prog_slot_bytes(const nbc_program *prog, nbc_collective c, const compile_args *a, uint64_t bytes[NBC_MAX_SLOTS]);

@@ -1,8 +1,9 @@
-/* The simulator's run. A rank goes through each round in two passes over its skeleton: the
- * first does the local work and posts the sends (their arrival times go into the channels),
- * the second takes the round's messages in order, and stops at the first that has not been
- * sent yet; the sender wakes it when it posts. Ranks are started (compiled) one at a time,
- * only when no started rank can move, so memory follows what the schedule keeps in flight. */
+/* The simulator's run, on the simulated network (simnet.h) with eager sends. A rank goes
+ * through each round in two passes over its skeleton: the first does the local work and posts
+ * the sends (with their arrival times), the second takes the round's messages in order, and
+ * stops at the first that has not been sent yet; the sender wakes it when it posts. Ranks are
+ * started (compiled) one at a time, only when no started rank can move, so memory follows
+ * what the schedule keeps in flight. */
 #include "simulate.h"
 
 #include <inttypes.h>
@@ -11,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../dsl/collectives.h"
-#include "chan.h"
+#include "collectives.h"
 #include "compile.h"
+#include "simnet.h"
 #include "skeleton.h"
 
 enum { S_IDLE, S_START, S_RECV, S_DONE };
@@ -23,7 +24,7 @@ typedef struct {
     uint32_t pos;        /* next token */
     uint32_t round;
     int32_t waiting;     /* the rank whose message it waits for, or -1 */
-    uint8_t state, queued;
+    uint8_t state;
     uint64_t last_len;   /* skeleton decoding state at pos */
     uint64_t reduced, copied; /* this round's local work, for the hooks */
     double start;        /* of this round */
@@ -49,11 +50,8 @@ typedef struct {
     diag *d;
     int64_t p;
     srank *rk;
-    chan_table *ch;
-    uint32_t *work;
-    size_t whead, wcount;
+    sim_net net;         /* the messages in flight (side 0: sends only), the ranks ready */
     int64_t next_new;
-    uint64_t live;
     int failed;
     sim_result *res;
     uint32_t capstats;
@@ -176,14 +174,6 @@ static sim_round_stat *stat_of(sctx *c, uint32_t round)
     return &r->rounds[round];
 }
 
-static void enqueue(sctx *c, uint32_t r)
-{
-    srank *k = &c->rk[r];
-    if (k->queued) return;
-    k->queued = 1;
-    c->work[(c->whead + c->wcount++) % (size_t)c->p] = r;
-}
-
 static int start_rank(sctx *c, uint32_t r)
 {
     compile_args ca = sim_compile_args(c->a);
@@ -266,15 +256,14 @@ static void post_round(sctx *c, uint32_t r)
             arrive.hop_rank = (int32_t)r;
             arrive.hop_round = k->round;
             smsg msg = {arrive, t.len, go.t, k->round};
-            if (chan_push(c->ch, r, (uint32_t)t.peer, 0, &msg)) {
+            if (net_post(&c->net, r, (uint32_t)t.peer, 0, &msg)) {
                 nomem(c);
                 return;
             }
-            if (++c->live > c->res->max_live_messages) c->res->max_live_messages = c->live;
             srank *dst = &c->rk[t.peer];
             if (dst->waiting == (int32_t)r) {
                 dst->waiting = -1;
-                enqueue(c, (uint32_t)t.peer);
+                net_ready(&c->net, (uint32_t)t.peer);
             }
             sent += t.len;
             msgs++;
@@ -341,16 +330,13 @@ static int receive(sctx *c, uint32_t r)
             k->cur.red += t.reduced;
         }
         if (t.kind != SK_RECV) continue;
-        smsg *msg = chan_front(c->ch, (uint32_t)t.peer, r, 0);
-        if (!msg) {
+        smsg got;
+        if (!net_take(&c->net, (uint32_t)t.peer, r, 0, &got)) {
             k->pos = at;
             k->last_len = last_at;
             k->waiting = (int32_t)t.peer;
             return 0;
         }
-        smsg got = *msg;
-        chan_pop(c->ch, (uint32_t)t.peer, r);
-        c->live--;
         if (got.len != t.len) {
             failf(c, "'%s' does not simulate: rank %u receives %" PRIu64 " bytes, but the matching message is %" PRIu64 " bytes (nbcc verify explains)",
                   c->s->name, r, t.len, got.len);
@@ -446,36 +432,31 @@ int simulate_schedule(const sched_lib *lib, const sched_def *s, const sim_args *
     }
     sctx c = {.lib = lib, .s = s, .a = a, .m = m, .h = hooks, .d = d, .p = a->p, .res = out};
     c.rk = calloc((size_t)a->p, sizeof *c.rk);
-    c.work = malloc((size_t)a->p * sizeof *c.work);
-    c.ch = chan_create(sizeof(smsg));
-    if (!c.rk || !c.work || !c.ch) nomem(&c);
+    if (net_init(&c.net, a->p, sizeof(smsg)) || !c.rk) nomem(&c);
     for (int64_t r = 0; r < c.p && !c.failed; r++) c.rk[r].waiting = -1;
     while (!c.failed) {
-        if (c.wcount == 0) { /* nothing started can move: start the next rank */
+        uint32_t r;
+        if (!net_next(&c.net, &r)) { /* nothing started can move: start the next rank */
             while (c.next_new < c.p && c.rk[c.next_new].state != S_IDLE) c.next_new++;
             if (c.next_new == c.p) break;
-            enqueue(&c, (uint32_t)c.next_new++);
+            r = (uint32_t)c.next_new++;
         }
-        uint32_t r = c.work[c.whead];
-        c.whead = (c.whead + 1) % (size_t)c.p;
-        c.wcount--;
-        c.rk[r].queued = 0;
         advance(&c, r);
     }
+    out->max_live_messages = c.net.max_waiting;
     for (int64_t r = 0; r < c.p && !c.failed; r++)
         if (c.rk[r].state != S_DONE)
             failf(&c, "'%s' does not complete: rank %" PRId64 " waits in round %u for a message from rank %d (nbcc verify explains)",
                   s->name, r, c.rk[r].round, c.rk[r].waiting);
-    if (!c.failed && c.live)
-        failf(&c, "'%s' leaves %" PRIu64 " messages unreceived (nbcc verify explains)", s->name, c.live);
+    if (!c.failed && c.net.waiting)
+        failf(&c, "'%s' leaves %" PRIu64 " messages unreceived (nbcc verify explains)", s->name, c.net.waiting);
     if (!c.failed && a->record_hops) collect_hops(&c);
     for (int64_t r = 0; c.rk && r < c.p; r++) {
         free(c.rk[r].code);
         free(c.rk[r].causes);
     }
     free(c.rk);
-    free(c.work);
-    chan_destroy(c.ch);
+    net_free(&c.net, NULL);
     if (c.failed) {
         diag_append(d, "  (simulating '%s' for p = %" PRId64 ", count = %" PRId64 ")\n", s->name, a->p, a->count);
         sim_result_free(out);

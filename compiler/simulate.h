@@ -19,7 +19,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
-#include "../dsl/diag.h"
+#include "diag.h"
 #include "compile.h"
 #include "library.h"
 

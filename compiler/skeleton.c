@@ -61,9 +61,10 @@ uint8_t *skel_build(const nbc_program *prog, int64_t rank, size_t *len)
         uint64_t reduced = 0, copied = 0;
         for (uint32_t pc = prog_rounds(prog)[r]; pc < prog_rounds(prog)[r + 1]; pc++) {
             const nbc_insn *in = &prog_insns(prog)[pc];
-            if (in->op == OP_REDUCE || in->op == OP_COMBINE) reduced += in->len;
-            if (in->op == OP_COPY) copied += in->len;
-            if (in->op != OP_SEND && in->op != OP_RECV) continue;
+            const nbc_opinfo *op = prog_opinfo(in->op);
+            if (op->reduces) reduced += in->len;
+            else if (!op->message) copied += in->len;
+            if (!op->message) continue;
             flush_local(&b, &reduced, &copied);
             int64_t d = (int64_t)in->peer - rank;
             put(&b, (uint8_t)((in->op == OP_SEND ? SK_SEND : SK_RECV) | (in->len == last ? SAME_LEN : 0)));

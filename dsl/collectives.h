@@ -1,4 +1,5 @@
-/* The collectives a schedule can implement, and the shape of their buffers. */
+/* The collectives a schedule can implement, and the shape of their buffers. Their names and
+ * shapes are one table, in collectives.c; this enum gives their numbers. */
 #ifndef NBC_COLLECTIVES_H
 #define NBC_COLLECTIVES_H
 
@@ -17,6 +18,10 @@ typedef enum {
 
 extern const char *const collective_names[COLL_COUNT_];
 int collective_from_name(const char *name); /* -1 when unknown */
+/* Whether a collective applies the call's operator (and so checks it, and needs a commutative
+ * one unless its schedule is 'ordered'); whether it has a root. 0 for -1. */
+int collective_reduces(int c);
+int collective_rooted(int c);
 
 /* Element counts of sendbuf and recvbuf on `rank`, and where sendbuf lies inside recvbuf when
  * the call is in place (MPI_IN_PLACE): for allgather it is the rank's own block; for

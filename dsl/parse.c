@@ -13,28 +13,6 @@
 #define YYLTYPE parse_loc
 #include "lexer.h"
 
-const char *const collective_names[COLL_COUNT_] = {"allreduce", "reduce", "bcast", "barrier",
-                                                   "reduce_scatter", "allgather", "allreduce_multi"};
-
-coll_shape collective_shape(nbc_collective c, int64_t p, int64_t rank, int64_t root, int64_t count, int inplace)
-{
-    switch (c) {
-    case COLL_REDUCE: return (coll_shape){count, rank == root ? count : 0, 0};
-    case COLL_BCAST: return (coll_shape){0, count, 0};
-    case COLL_BARRIER: return (coll_shape){0, 0, 0};
-    case COLL_REDUCE_SCATTER: return (coll_shape){p * count, inplace ? p * count : count, 0};
-    case COLL_ALLGATHER: return (coll_shape){count, p * count, rank * count};
-    default: return (coll_shape){count, count, 0};
-    }
-}
-
-int collective_from_name(const char *name)
-{
-    for (int i = 0; i < COLL_COUNT_; i++)
-        if (strcmp(name, collective_names[i]) == 0) return i;
-    return -1;
-}
-
 void parse_error(parse_ctx *ctx, parse_loc at, const char *fmt, ...)
 {
     char msg[512];

@@ -100,8 +100,7 @@ int interp_comm_pc(const nbc_program *p, uint32_t round, int i)
 {
     if (round >= p->nrounds) return -1;
     for (uint32_t pc = prog_rounds(p)[round]; pc < prog_rounds(p)[round + 1]; pc++) {
-        int op = prog_insns(p)[pc].op;
-        if ((op == OP_SEND || op == OP_RECV) && i-- == 0) return (int)pc;
+        if (prog_opinfo(prog_insns(p)[pc].op)->message && i-- == 0) return (int)pc;
     }
     return -1;
 }

@@ -5,7 +5,7 @@
 #define NBC_INTERP_H
 
 #include <mpi.h>
-#include "../compiler/program.h"
+#include "program.h"
 #include "reduce.h"
 
 typedef struct {

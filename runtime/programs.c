@@ -17,10 +17,7 @@
 #include "nbc.h"
 #include "selection.h"
 
-extern const struct builtin_schedule {
-    const char *name, *text;
-    size_t len;
-} nbc_default_rules[];
+#include "builtin.h"
 
 static int select_mode_set(const char *text);
 static int parse_forcing(nbc_collective coll, const char *spec, forcing *f);

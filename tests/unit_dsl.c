@@ -9,11 +9,7 @@
 #include "../compiler/compile.h"
 #include "../compiler/library.h"
 
-extern const struct builtin_schedule {
-    const char *name, *text;
-    size_t len;
-} nbc_builtin_schedules[];
-extern const size_t nbc_builtin_count;
+#include "builtin.h"
 
 static int failures;
 
@@ -127,7 +123,7 @@ static nbc_program *compile_builtin(sched_lib *lib, const char *name, compile_ar
 static int messages(const nbc_program *p)
 {
     int n = 0;
-    for (uint32_t i = 0; i < p->ninsns; i++) n += prog_insns(p)[i].op <= OP_RECV;
+    for (uint32_t i = 0; i < p->ninsns; i++) n += prog_opinfo(prog_insns(p)[i].op)->message;
     return n;
 }
 
@@ -137,9 +133,8 @@ static int in_bounds(const nbc_program *p, uint64_t count_bytes)
     for (uint32_t i = 0; i < p->ninsns; i++) {
         const nbc_insn *in = &prog_insns(p)[i];
         uint64_t size[SLOT_COUNT_] = {count_bytes, count_bytes, p->scratch};
-        if (in->a_off + in->len > size[in->a_slot]) return 0;
-        if (in->op >= OP_COPY && in->b_off + in->len > size[in->b_slot]) return 0;
-        if (in->op == OP_COMBINE && in->c_off + in->len > size[in->c_slot]) return 0;
+        for (int k = 0; k < 3; k++)
+            if ((prog_operands(in->op) >> k & 1) && prog_operand_off(in, k) + in->len > size[prog_operand_slot(in, k)]) return 0;
     }
     return 1;
 }

@@ -9,10 +9,7 @@
 
 #include "../runtime/selection.h"
 
-extern const struct builtin_schedule {
-    const char *name, *text;
-    size_t len;
-} nbc_default_rules[];
+#include "builtin.h"
 
 static int failures;
 

@@ -6,10 +6,7 @@
 #include "../../compiler/library.h"
 #include "../../runtime/selection.h"
 
-extern const struct builtin_schedule {
-    const char *name, *text;
-    size_t len;
-} nbc_default_rules[];
+#include "builtin.h"
 
 static sched_lib *lib; /* the built-in schedules, parsed once: rules only read it */
 

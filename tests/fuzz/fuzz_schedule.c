@@ -31,11 +31,7 @@ static void compile_one(const sched_lib *lib, const sched_def *s, compile_args a
     diag_free(&d);
 }
 
-extern const struct builtin_schedule {
-    const char *name, *text;
-    size_t len;
-} nbc_builtin_schedules[];
-extern const size_t nbc_builtin_count;
+#include "builtin.h"
 
 /* Adds the built-in files that define a name the input mentions, so that its calls find
  * their building blocks: parsing all of them would be most of the time of a run. */

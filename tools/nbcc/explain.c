@@ -4,14 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "builtin.h"
 #include "collectives.h"
 #include "nbcc.h"
 #include "selection.h"
 
-extern const struct builtin_schedule {
-    const char *name, *text;
-    size_t len;
-} nbc_default_rules[];
 
 static const char *const usage_explain =
     "usage: nbcc explain --collective C --p P --count N [--type T] [--op O] [--inplace]\n"

@@ -1,5 +1,5 @@
 /* nbcc failures: for each rank f and round k at which f stops, what the survivors hold and
- * what they lack (failures.h); as text, CSV or an SVG heat map; --compare puts the
+ * what they lack (analysis/failures.h); as text, CSV or an SVG heat map; --compare puts the
  * summaries of several allreduce schedules side by side. */
 #include <inttypes.h>
 #include <stdio.h>

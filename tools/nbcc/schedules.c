@@ -5,17 +5,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "builtin.h"
 #include "collectives.h"
 #include "env.h"
 #include "nbcc.h"
 #include "progverify.h"
 #include "selection.h"
 
-extern const struct builtin_schedule {
-    const char *name, *text;
-    size_t len;
-} nbc_builtin_schedules[];
-extern const size_t nbc_builtin_count;
 
 uint64_t nbcc_max_insns;
 

@@ -9,10 +9,7 @@
 #include "nbcc.h"
 #include "selection.h"
 
-extern const struct builtin_schedule {
-    const char *name, *text;
-    size_t len;
-} nbc_default_rules[];
+#include "builtin.h"
 
 static const char *const usage_tune =
     "usage: mpiexec -n P nbcc tune [-o FILE] [--append] [--sizes B,B,..] [--reps R]\n"

@@ -9,7 +9,7 @@
 #define NBC_DRAW_H
 
 #include <stdio.h>
-#include "../dsl/diag.h"
+#include "diag.h"
 #include "library.h"
 #include "simulate.h"
 

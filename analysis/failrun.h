@@ -11,7 +11,7 @@
 #define NBC_FAILRUN_H
 
 #include <stdint.h>
-#include "../dsl/diag.h"
+#include "diag.h"
 #include "compile.h"
 #include "library.h"
 #include "symbuf.h"

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../dsl/collectives.h"
+#include "collectives.h"
 
 /* "ring" for allreduce_ring: the collective's prefix says nothing in a table of one collective. */
 static const char *short_name(const sched_def *s, const char *collective)
@@ -44,7 +44,7 @@ int compare_schedules(const sched_lib *lib, const compare_grid *g, const sim_mod
         return -1;
     }
     int c = collective_from_name(g->collective);
-    int reduces = c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_REDUCE_SCATTER || c == COLL_ALLREDUCE_MULTI;
+    int reduces = collective_reduces(c);
     for (size_t i = 0; i < lib_count(lib); i++) {
         const sched_def *s = lib_at(lib, i);
         if (s->collective && !strcmp(s->collective, g->collective) && (g->commutative || s->ordered || !reduces)) scheds[ns++] = s;

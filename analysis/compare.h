@@ -5,7 +5,7 @@
 #define NBC_COMPARE_H
 
 #include <stdio.h>
-#include "../dsl/diag.h"
+#include "diag.h"
 #include "library.h"
 #include "simulate.h"
 

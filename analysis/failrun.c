@@ -1,12 +1,12 @@
-/* The failure run: verify.c's network (chan.h, one FIFO per ordered pair of ranks) without its
- * checks, and with ranks that stop. See failrun.h. */
+/* The failure run: verify.c's use of the simulated network (simnet.h) without its checks,
+ * and with ranks that stop. See failrun.h. */
 #include "failrun.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "../dsl/collectives.h"
-#include "chan.h"
+#include "collectives.h"
+#include "simnet.h"
 
 enum { SIDE_SEND, SIDE_RECV };
 
@@ -20,11 +20,9 @@ typedef struct {
     const fail_model *m;
     fail_state *st;
     const uint32_t *limit;
-    chan_table *ch;
+    sim_net net;         /* the posted operations (post), the ranks ready to advance */
     uint32_t round[FAIL_MAX_P], pending[FAIL_MAX_P];
     uint8_t issued[FAIL_MAX_P];
-    uint32_t work[FAIL_MAX_P * 2];
-    size_t nwork;
     int nomem;
     sym_list t1, t2, t3;
 } run;
@@ -84,11 +82,12 @@ static int setup(run *v, uint32_t r)
         return -1;
     }
     const nbc_insn *in = prog_insns(prog);
-    for (uint32_t i = 0; i < prog->ninsns; i++) {
-        add_cut(cut[in[i].a_slot], &n[in[i].a_slot], in[i].a_off, in[i].len, es);
-        if (in[i].op >= OP_COPY) add_cut(cut[in[i].b_slot], &n[in[i].b_slot], in[i].b_off, in[i].len, es);
-        if (in[i].op == OP_COMBINE) add_cut(cut[in[i].c_slot], &n[in[i].c_slot], in[i].c_off, in[i].len, es);
-    }
+    for (uint32_t i = 0; i < prog->ninsns; i++)
+        for (int o = 0; o < 3; o++)
+            if (prog_operands(in[i].op) >> o & 1) {
+                unsigned s = prog_operand_slot(&in[i], o);
+                add_cut(cut[s], &n[s], prog_operand_off(&in[i], o), in[i].len, es);
+            }
     for (int s = 0; s < SLOT_COUNT_; s++)
         if (sym_buf_init(&v->st->buf[r][s], len[s], cut[s], n[s])) rc = -1;
     sym_piece x = {.len = (uint64_t)m->base.count, .sum = 1ull << r, .cnt = 1, .lo = r, .hi = r + 1};
@@ -97,11 +96,10 @@ static int setup(run *v, uint32_t r)
     return rc;
 }
 
-static void enqueue(run *v, uint32_t r) { v->work[v->nwork++] = r; }
-
+/* A rank moves on when its round's last message completes. */
 static void matched(run *v, uint32_t r)
 {
-    if (--v->pending[r] == 0 && v->issued[r]) enqueue(v, r);
+    if (--v->pending[r] == 0 && v->issued[r]) net_ready(&v->net, r);
 }
 
 /* A send meets a receive: the data lands in the receiver's buffer. */
@@ -124,15 +122,13 @@ static void post_send(run *v, uint32_t r, uint32_t pc, const nbc_insn *in, const
     memcpy(me.data, data->v, data->n * sizeof *data->v);
     v->pending[r]++;
     uint32_t peer = (uint32_t)in->peer;
-    post *w = chan_front(v->ch, r, peer, SIDE_RECV);
-    if (w) {
-        const nbc_insn *rin = &prog_insns(v->m->prog[peer])[w->pc];
-        chan_pop(v->ch, r, peer);
-        deliver(v, &me, peer, rin);
+    post rcv;
+    if (net_take(&v->net, r, peer, SIDE_RECV, &rcv)) {
+        deliver(v, &me, peer, &prog_insns(v->m->prog[peer])[rcv.pc]);
         free(me.data);
         return;
     }
-    if (chan_push(v->ch, r, peer, SIDE_SEND, &me)) v->nomem = 1, free(me.data);
+    if (net_post(&v->net, r, peer, SIDE_SEND, &me)) v->nomem = 1, free(me.data);
 }
 
 static void post_recv(run *v, uint32_t r, uint32_t pc, const nbc_insn *in)
@@ -140,15 +136,13 @@ static void post_recv(run *v, uint32_t r, uint32_t pc, const nbc_insn *in)
     post me = {r, pc, NULL, 0};
     v->pending[r]++;
     uint32_t peer = (uint32_t)in->peer;
-    post *w = chan_front(v->ch, peer, r, SIDE_SEND);
-    if (w) {
-        post snd = *w;
-        chan_pop(v->ch, peer, r);
+    post snd;
+    if (net_take(&v->net, peer, r, SIDE_SEND, &snd)) {
         deliver(v, &snd, r, in);
         free(snd.data);
         return;
     }
-    if (chan_push(v->ch, peer, r, SIDE_RECV, &me)) v->nomem = 1;
+    if (net_post(&v->net, peer, r, SIDE_RECV, &me)) v->nomem = 1;
 }
 
 /* a := b ⊕ a over the two lists: the sets of contributions add up. */
@@ -219,9 +213,8 @@ static void advance(run *v, uint32_t r)
     }
 }
 
-static void drop(void *ctx, uint32_t src, uint32_t dst, int side, void *item)
+static void drop(void *item)
 {
-    (void)ctx, (void)src, (void)dst, (void)side;
     free(((post *)item)->data);
 }
 
@@ -230,18 +223,15 @@ int fail_run(const fail_model *m, const uint32_t *limit, fail_state *st)
     memset(st, 0, sizeof *st);
     run v = {.m = m, .st = st, .limit = limit};
     uint32_t p = (uint32_t)m->base.p;
-    v.ch = chan_create(sizeof(post));
-    if (!v.ch) return -1;
+    if (net_init(&v.net, p, sizeof(post))) {
+        net_free(&v.net, NULL);
+        return -1;
+    }
     for (uint32_t r = 0; r < p && !v.nomem; r++)
         if (setup(&v, r)) v.nomem = 1;
-    for (uint32_t r = 0; r < p; r++) enqueue(&v, r);
-    /* a rank is queued when its round's last message completes; at most once per round */
-    while (v.nwork && !v.nomem) {
-        uint32_t r = v.work[--v.nwork];
-        advance(&v, r);
-    }
-    chan_each(v.ch, drop, NULL);
-    chan_destroy(v.ch);
+    for (uint32_t r = 0; r < p; r++) net_ready(&v.net, r);
+    for (uint32_t next; !v.nomem && net_next(&v.net, &next);) advance(&v, next);
+    net_free(&v.net, drop);
     sym_list_free(&v.t1);
     sym_list_free(&v.t2);
     sym_list_free(&v.t3);

@@ -1,6 +1,7 @@
-/* The verifier's run: all ranks' programs advance round by round from a worklist; every SEND
- * and RECV is posted into the channel of its pair of ranks (chan.h) and matched there in
- * posting order. A send carries a snapshot of its bytes (symbolic pieces), taken when it is
+/* The verifier's run, on the simulated network (simnet.h): all ranks' programs advance round
+ * by round as the network queues them; every SEND and RECV meets the other side waiting in
+ * the channel of its pair of ranks, or is posted there to wait, so they match in posting
+ * order. A send carries a snapshot of its bytes (symbolic pieces), taken when it is
  * posted: the race check guarantees nothing writes them while it is in flight. A round ends
  * when all its messages are matched (as with MPI, a send may need its receive to complete), and
  * a rank that ends its last round has its result checked and its memory freed. */
@@ -12,12 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../dsl/collectives.h"
-#include "chan.h"
+#include "collectives.h"
 #include "compile.h"
 #include "disasm.h"
 #include "origin.h"
 #include "progcheck.h"
+#include "simnet.h"
 #include "symbuf.h"
 
 enum { SIDE_SEND, SIDE_RECV };
@@ -27,7 +28,7 @@ typedef struct {
     sym_buf buf[NBC_MAX_SLOTS];
     uint32_t round;      /* the round being run (or next to run when not issued) */
     uint32_t pending;    /* its messages of that round not yet matched */
-    uint8_t issued, done, queued;
+    uint8_t issued, done;
     uint64_t *heard;     /* barrier: the ranks it has heard from, directly or through others */
 } vrank;
 
@@ -53,9 +54,7 @@ typedef struct {
     int nslots;          /* slots in use: sendbuf, recvbuf, scratch, other buffers */
     uint64_t ncontrib;   /* contributions: p · nbufs, numbered rank-major */
     vrank *rk;
-    chan_table *ch;
-    uint32_t *work;      /* FIFO of ranks ready to advance */
-    size_t whead, wcount;
+    sim_net net;         /* the posted operations (vpost), the ranks ready to advance */
     int failed;
     uint64_t total;      /* Σ key over all contributions */
     sym_list t1, t2, t3; /* scratch lists */
@@ -99,22 +98,17 @@ static uint32_t round_of(const nbc_program *prog, uint32_t pc)
 
 static void describe(const nbc_insn *in, char *out, size_t size)
 {
-    switch (in->op) {
-    case OP_SEND:
-    case OP_RECV:
-        snprintf(out, size, "%s %" PRIu64 " bytes at %s+%" PRIu64 " %s rank %d", prog_opcode_name(in->op), in->len,
-                 prog_slot_name(in->a_slot), in->a_off, in->op == OP_SEND ? "to" : "from", in->peer);
-        break;
-    case OP_COMBINE:
-        snprintf(out, size, "%s %" PRIu64 " bytes at %s+%" PRIu64 " from %s+%" PRIu64 " with %s+%" PRIu64,
-                 prog_opcode_name(in->op), in->len, prog_slot_name(in->a_slot), in->a_off, prog_slot_name(in->c_slot),
-                 in->c_off, prog_slot_name(in->b_slot), in->b_off);
-        break;
-    default:
-        snprintf(out, size, "%s %" PRIu64 " bytes at %s+%" PRIu64 " %s %s+%" PRIu64, prog_opcode_name(in->op), in->len,
-                 prog_slot_name(in->a_slot), in->a_off, in->op == OP_COPY ? "from" : "with", prog_slot_name(in->b_slot),
+    const nbc_opinfo *op = prog_opinfo(in->op);
+    if (op->message)
+        snprintf(out, size, "%s %" PRIu64 " bytes at %s+%" PRIu64 " %s rank %d", op->name, in->len, prog_slot_name(in->a_slot),
+                 in->a_off, op->writes ? "from" : "to", in->peer);
+    else if (prog_operands(in->op) & OPND_C) /* COMBINE: a from c, with b */
+        snprintf(out, size, "%s %" PRIu64 " bytes at %s+%" PRIu64 " from %s+%" PRIu64 " with %s+%" PRIu64, op->name, in->len,
+                 prog_slot_name(in->a_slot), in->a_off, prog_slot_name(in->c_slot), in->c_off, prog_slot_name(in->b_slot),
                  in->b_off);
-    }
+    else /* COPY from b, REDUCE with b */
+        snprintf(out, size, "%s %" PRIu64 " bytes at %s+%" PRIu64 " %s %s+%" PRIu64, op->name, in->len, prog_slot_name(in->a_slot),
+                 in->a_off, op->reduces ? "with" : "from", prog_slot_name(in->b_slot), in->b_off);
 }
 
 static loc where(const vctx *v, uint32_t rank, uint32_t pc)
@@ -215,11 +209,9 @@ static int setup_buffers(vctx *v, uint32_t rank, const vshape *sh)
     size_t n[NBC_MAX_SLOTS] = {0};
     for (int s = SLOT_EXTRA; s < v->nslots; s++) len[s] = sh->extra;
     const nbc_insn *in = prog_insns(prog);
-    for (uint32_t i = 0; i < prog->ninsns; i++) {
-        n[in[i].a_slot] += 2;
-        if (in[i].op >= OP_COPY) n[in[i].b_slot] += 2;
-        if (in[i].op == OP_COMBINE) n[in[i].c_slot] += 2;
-    }
+    for (uint32_t i = 0; i < prog->ninsns; i++)
+        for (int o = 0; o < 3; o++)
+            if (prog_operands(in[i].op) >> o & 1) n[prog_operand_slot(&in[i], o)] += 2;
     uint64_t *cuts[NBC_MAX_SLOTS] = {0};
     int nomem = 0;
     for (int s = 0; s < v->nslots; s++) {
@@ -231,18 +223,14 @@ static int setup_buffers(vctx *v, uint32_t rank, const vshape *sh)
         for (int s = 0; s < v->nslots; s++) free(cuts[s]);
         return -1;
     }
-    for (uint32_t i = 0; i < prog->ninsns; i++) {
-        cuts[in[i].a_slot][n[in[i].a_slot]++] = in[i].a_off / es;
-        cuts[in[i].a_slot][n[in[i].a_slot]++] = (in[i].a_off + in[i].len) / es;
-        if (in[i].op >= OP_COPY) {
-            cuts[in[i].b_slot][n[in[i].b_slot]++] = in[i].b_off / es;
-            cuts[in[i].b_slot][n[in[i].b_slot]++] = (in[i].b_off + in[i].len) / es;
+    for (uint32_t i = 0; i < prog->ninsns; i++)
+        for (int o = 0; o < 3; o++) {
+            if (!(prog_operands(in[i].op) >> o & 1)) continue;
+            unsigned s = prog_operand_slot(&in[i], o);
+            uint64_t off = prog_operand_off(&in[i], o);
+            cuts[s][n[s]++] = off / es;
+            cuts[s][n[s]++] = (off + in[i].len) / es;
         }
-        if (in[i].op == OP_COMBINE) {
-            cuts[in[i].c_slot][n[in[i].c_slot]++] = in[i].c_off / es;
-            cuts[in[i].c_slot][n[in[i].c_slot]++] = (in[i].c_off + in[i].len) / es;
-        }
-    }
     cuts[SLOT_RECV][n[SLOT_RECV]++] = sh->own_lo;
     cuts[SLOT_RECV][n[SLOT_RECV]++] = sh->own_hi;
     int rc = 0;
@@ -325,19 +313,11 @@ static int load_rank(vctx *v, const sched_lib *lib, uint32_t rank)
 
 /* ---- running ---- */
 
-static void enqueue(vctx *v, uint32_t r)
-{
-    vrank *k = &v->rk[r];
-    if (k->queued || k->done) return;
-    k->queued = 1;
-    v->work[(v->whead + v->wcount++) % (size_t)v->p] = r;
-}
-
 static void matched(vctx *v, uint32_t r)
 {
     vrank *k = &v->rk[r];
     k->pending--;
-    if (k->issued && k->pending == 0) enqueue(v, r);
+    if (k->issued && k->pending == 0 && !k->done) net_ready(&v->net, r);
 }
 
 /* REDUCE a := b ⊕ a over lists B (left operand) and A (right), into out. */
@@ -416,10 +396,8 @@ static void post_send(vctx *v, uint32_t r, uint32_t pc, const nbc_insn *in, cons
     vpost me = {r, v->rk[r].round, pc, in->len, NULL, 0, NULL};
     uint32_t peer = (uint32_t)in->peer;
     v->rk[r].pending++;
-    vpost *w = chan_front(v->ch, r, peer, SIDE_RECV);
-    if (w) {
-        vpost rcv = *w;
-        chan_pop(v->ch, r, peer);
+    vpost rcv;
+    if (net_take(&v->net, r, peer, SIDE_RECV, &rcv)) {
         deliver(v, &me, data->v, data->n, v->rk[r].heard, &rcv);
         return;
     }
@@ -434,7 +412,7 @@ static void post_send(vctx *v, uint32_t r, uint32_t pc, const nbc_insn *in, cons
     }
     memcpy(me.data, data->v, data->n * sizeof *me.data);
     if (me.heard) memcpy(me.heard, v->rk[r].heard, v->heard_words * sizeof *me.heard);
-    if (chan_push(v->ch, r, peer, SIDE_SEND, &me)) {
+    if (net_post(&v->net, r, peer, SIDE_SEND, &me)) {
         free(me.data);
         free(me.heard);
         nomem(v);
@@ -446,16 +424,14 @@ static void post_recv(vctx *v, uint32_t r, uint32_t pc, const nbc_insn *in)
     vpost me = {r, v->rk[r].round, pc, in->len, NULL, 0, NULL};
     uint32_t peer = (uint32_t)in->peer;
     v->rk[r].pending++;
-    vpost *w = chan_front(v->ch, peer, r, SIDE_SEND);
-    if (w) {
-        vpost snd = *w;
-        chan_pop(v->ch, peer, r);
+    vpost snd;
+    if (net_take(&v->net, peer, r, SIDE_SEND, &snd)) {
         deliver(v, &snd, snd.data, snd.n, snd.heard, &me);
         free(snd.data);
         free(snd.heard);
         return;
     }
-    if (chan_push(v->ch, peer, r, SIDE_RECV, &me)) nomem(v);
+    if (net_post(&v->net, peer, r, SIDE_RECV, &me)) nomem(v);
 }
 
 static void issue(vctx *v, uint32_t r)
@@ -688,7 +664,7 @@ static void report_stuck(vctx *v)
     }
     for (int64_t r = 0; r < v->p; r++) pc[r] = UINT32_MAX;
     stuck_scan s = {v, pc, peer};
-    chan_each(v->ch, oldest, &s);
+    net_each(&v->net, oldest, &s);
     uint32_t r = 0;
     while ((int64_t)r < v->p && v->rk[r].done) r++;
     /* follow "waits for" edges until a finished rank or a rank already on the path */
@@ -728,9 +704,8 @@ static void report_stuck(vctx *v)
     free(seen);
 }
 
-static void drop_post(void *ctx, uint32_t src, uint32_t dst, int side, void *item)
+static void drop_post(void *item)
 {
-    (void)ctx, (void)src, (void)dst, (void)side;
     free(((vpost *)item)->data);
     free(((vpost *)item)->heard);
 }
@@ -738,14 +713,8 @@ static void drop_post(void *ctx, uint32_t src, uint32_t dst, int side, void *ite
 static void run(vctx *v, const sched_lib *lib)
 {
     for (int64_t r = 0; r < v->p && !v->failed; r++) load_rank(v, lib, (uint32_t)r);
-    for (int64_t r = 0; r < v->p && !v->failed; r++) enqueue(v, (uint32_t)r);
-    while (v->wcount && !v->failed) {
-        uint32_t r = v->work[v->whead];
-        v->whead = (v->whead + 1) % (size_t)v->p;
-        v->wcount--;
-        v->rk[r].queued = 0;
-        advance(v, r);
-    }
+    for (int64_t r = 0; r < v->p && !v->failed; r++) net_ready(&v->net, (uint32_t)r);
+    for (uint32_t next; !v->failed && net_next(&v->net, &next);) advance(v, next);
     if (v->failed) return;
     for (int64_t r = 0; r < v->p; r++)
         if (!v->rk[r].done) {
@@ -782,29 +751,24 @@ int verify_schedule(const sched_lib *lib, const sched_def *s, const verify_args 
     v.nbufs = v.coll == COLL_ALLREDUCE_MULTI && a->base.nbufs > 1 ? a->base.nbufs : 1;
     v.nslots = SLOT_COUNT_ + (int)v.nbufs - 1;
     v.ncontrib = (uint64_t)v.p * (uint64_t)v.nbufs;
-    int reduces = v.coll == COLL_ALLREDUCE || v.coll == COLL_REDUCE || v.coll == COLL_REDUCE_SCATTER || v.coll == COLL_ALLREDUCE_MULTI;
-    v.check_order = s->ordered && reduces && !a->base.commutative;
+    v.check_order = s->ordered && collective_reduces(v.coll) && !a->base.commutative;
     v.check_tree = s->ordered && (v.coll == COLL_ALLREDUCE || v.coll == COLL_ALLREDUCE_MULTI);
     for (uint64_t q = 0; q < v.ncontrib; q++) v.total += key(&v, q);
     if (v.coll == COLL_BARRIER && v.p <= 16384) v.heard_words = ((size_t)v.p + 63) / 64; /* p²/8 bytes in all */
     v.rk = calloc((size_t)a->base.p, sizeof *v.rk);
-    v.work = malloc((size_t)a->base.p * sizeof *v.work);
-    v.ch = chan_create(sizeof(vpost));
-    if (!v.rk || !v.work || !v.ch) nomem(&v);
+    if (net_init(&v.net, a->base.p, sizeof(vpost)) || !v.rk) nomem(&v);
     else run(&v, lib);
 
     if (v.failed) {
         char root[40] = "";
-        if (v.coll == COLL_REDUCE || v.coll == COLL_BCAST) snprintf(root, sizeof root, ", root %" PRId64, a->base.root);
+        if (collective_rooted(v.coll)) snprintf(root, sizeof root, ", root %" PRId64, a->base.root);
         if (v.coll == COLL_ALLREDUCE_MULTI) snprintf(root, sizeof root, ", %" PRId64 " buffers", v.nbufs);
         diag_append(d, "  (verifying '%s' for p = %" PRId64 ", count = %" PRId64 ", element %" PRId64 " bytes%s%s%s)\n", s->name, a->base.p,
                     a->base.count, a->base.esize, root, a->base.inplace ? ", in place" : "", a->base.commutative ? ", commutative op" : ", non-commutative op");
     }
-    if (v.ch) chan_each(v.ch, drop_post, NULL);
-    chan_destroy(v.ch);
+    net_free(&v.net, drop_post);
     for (int64_t r = 0; v.rk && r < a->base.p; r++) release(&v.rk[r]);
     free(v.rk);
-    free(v.work);
     sym_list_free(&v.t1);
     sym_list_free(&v.t2);
     sym_list_free(&v.t3);

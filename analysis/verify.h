@@ -15,7 +15,7 @@
 #define NBC_VERIFY_H
 
 #include <stdint.h>
-#include "../dsl/diag.h"
+#include "diag.h"
 #include "compile.h"
 #include "library.h"
 

@@ -5,7 +5,7 @@
 #ifndef NBC_ORIGIN_H
 #define NBC_ORIGIN_H
 
-#include "../dsl/diag.h"
+#include "diag.h"
 #include "library.h"
 
 /* The source holding an instruction at `at` among s and its callees; s's own when none does. */
