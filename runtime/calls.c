@@ -80,11 +80,6 @@ static int check_op(MPI_Op op, MPI_Datatype dt, const reduce_kernels **kernel, i
 
 /* ---- collectives ---- */
 
-static int reduces(nbc_collective c)
-{
-    return c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_REDUCE_SCATTER || c == COLL_ALLREDUCE_MULTI;
-}
-
 /* Every argument is checked before anything is touched. */
 static int check_call(const call *c, int size, int rank, MPI_Aint *esize, const reduce_kernels **kernel, int *commutative)
 {
@@ -95,8 +90,8 @@ static int check_call(const call *c, int size, int rank, MPI_Aint *esize, const 
     if (c->coll == COLL_BARRIER) return MPI_SUCCESS;
     if (c->count < 0) return nbc_fail(MPI_ERR_COUNT, "%s: count %d is negative", c->fn, c->count);
     if ((rc = check_datatype(c->datatype, esize))) return rc;
-    if (reduces(c->coll) && (rc = check_op(c->op, c->datatype, kernel, commutative))) return rc;
-    int rooted = c->coll == COLL_REDUCE || c->coll == COLL_BCAST;
+    if (collective_reduces(c->coll) && (rc = check_op(c->op, c->datatype, kernel, commutative))) return rc;
+    int rooted = collective_rooted(c->coll);
     if (rooted && (c->root < 0 || c->root >= size))
         return nbc_fail(MPI_ERR_ROOT, "%s: root %d is outside 0..%d", c->fn, c->root, size - 1);
     int inplace = c->sendbuf == MPI_IN_PLACE;

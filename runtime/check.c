@@ -56,7 +56,7 @@ void check_begin(struct nbc_req *r)
         return;
     }
     const call_signature *s = &r->sig;
-    int rooted = s->coll == COLL_REDUCE || s->coll == COLL_BCAST;
+    int rooted = collective_rooted(s->coll);
     c->mine = (signature){.coll = s->coll, .root = rooted ? s->root : 0, .op = op_index(s->op), .rank = r->cs->rank,
                           .count = s->count, .esize = s->esize};
     uint64_t h = 1469598103934665603ull;
@@ -86,7 +86,7 @@ void check_free(struct nbc_req *r)
 
 static void describe(const signature *s, char *out, size_t size)
 {
-    int rooted = s->coll == COLL_REDUCE || s->coll == COLL_BCAST;
+    int rooted = collective_rooted(s->coll);
     int n = snprintf(out, size, "%s of %lld elements of %lld bytes",
                      s->coll >= 0 && s->coll < COLL_COUNT_ ? collective_names[s->coll] : "?", (long long)s->count,
                      (long long)s->esize);

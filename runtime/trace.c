@@ -14,7 +14,7 @@ void trace_program(const sched_def *s, nbc_collective coll, const compile_args *
     FILE *f = open_memstream(&text, &len);
     if (!f) return;
     char rooted[32] = "";
-    if (coll == COLL_REDUCE || coll == COLL_BCAST) snprintf(rooted, sizeof rooted, " root=%lld", (long long)a->root);
+    if (collective_rooted(coll)) snprintf(rooted, sizeof rooted, " root=%lld", (long long)a->root);
     fprintf(f, "nbc: trace: %s on rank %lld of %lld runs this program for the first time:\n", collective_names[coll],
             (long long)a->rank, (long long)a->p);
     fprintf(f, "schedule %s (%s) p=%lld rank=%lld count=%lld esize=%lld%s%s%s\n", s->name, s->src->name, (long long)a->p,

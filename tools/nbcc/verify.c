@@ -52,7 +52,7 @@ static int verify_one(const sched_lib *lib, const sched_def *s, const verify_opt
     size_t nps;
     if (expand_list("--p", o->p_text, 0, 0, &ps, &nps)) return 2;
     int c = collective_from_name(s->collective);
-    int reduces = c == COLL_ALLREDUCE || c == COLL_REDUCE || c == COLL_REDUCE_SCATTER || c == COLL_ALLREDUCE_MULTI;
+    int reduces = collective_reduces(c);
     int64_t *nbufs, one = 1;
     size_t nnbufs = 1;
     if (!is_multi(s)) nbufs = &one;
