@@ -174,13 +174,21 @@ test: all $(call DEPS,test-deps)
 	@BUILD=$(BUILD) BINDIR=$(BINDIR) SANITIZE_BUILD=$(SANITIZE) TSAN_BUILD=$(TSAN) FUZZ_BUILD=$(FUZZ) sh tests/run.sh
 
 # The benchmark (bench/): nbc against MPICH on P processes (make bench P=4), results in
-# bench/results/. Its own tools are installed on first use; `make test` needs none of them.
-BENCH_PACKAGES := gnuplot-nox valgrind
-BENCH_PROGS := $(BUILD)/bench/bench $(BUILD)/bench/kernels $(BUILD)/bench/cgcall
+# bench/results/; side by side with Gloo (bench/gloo.cc, C++: libgloo-dev and g++ are the
+# bench's, not the library's) and, with MPICH as the MPI, with Open MPI: the bench is also built
+# against it (its own build, as make MPI=openmpi). Its own tools are installed on first use;
+# `make test` needs none of them.
+BENCH_PACKAGES := gnuplot-nox valgrind libgloo-dev g++
+BENCH_PROGS := $(BUILD)/bench/bench $(BUILD)/bench/kernels $(BUILD)/bench/cgcall $(BUILD)/bench/gloo
+BENCH_OPENMPI := $(if $(filter mpich,$(MPI)),bench-openmpi)
 P ?= 2
-.PHONY: bench
-bench: all $(BENCH_PROGS) $(call DEPS,bench-deps)
-	sh bench/run.sh $(BINDIR) $(BUILD) $(P)
+.PHONY: bench bench-openmpi
+bench: all $(BENCH_PROGS) $(call DEPS,bench-deps) $(BENCH_OPENMPI)
+	OMPI_BUILD=$(BUILD_openmpi) sh bench/run.sh $(BINDIR) $(BUILD) $(P)
+
+bench-openmpi:
+	@$(MAKE) --no-print-directory MPI=openmpi BUILD=$(BUILD_openmpi) BINDIR=$(BUILD_openmpi)/bin \
+	    $(BUILD_openmpi)/bench/bench
 
 # The training-step benchmark (bench/training.c, docs/total-reduce.md): every way of reducing
 # ResNet-50's and BERT-base's gradients in one run, at P processes (make bench-training P=4).
@@ -189,7 +197,7 @@ bench: all $(BENCH_PROGS) $(call DEPS,bench-deps)
 bench-training: $(BUILD)/bench/training $(BUILD)/.bench-deps
 	sh bench/training.sh $(BUILD) $(P)
 
-$(BUILD)/.bench-deps: tools/install-deps.sh
+$(BUILD)/.bench-deps: tools/install-deps.sh Makefile
 	@mkdir -p $(BUILD)
 	@sh tools/install-deps.sh $(BENCH_PACKAGES)
 	@touch $@
@@ -197,6 +205,12 @@ $(BUILD)/.bench-deps: tools/install-deps.sh
 $(BUILD)/bench/%: bench/%.c $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLFLAGS) $< $(STATIC) $(LDLIBS) -o $@
+
+$(BUILD)/bench/bench: bench/shm.h bench/stats.h
+
+$(BUILD)/bench/gloo: bench/gloo.cc bench/stats.h $(STATIC) | $(call DEPS,bench-deps)
+	@mkdir -p $(dir $@)
+	mpicxx.$(MPI) -std=c++17 $(WARN) $(CFLAGS) -Iruntime $< $(STATIC) -lgloo $(LDLIBS) -o $@
 
 $(BUILD)/bench/kernels: bench/kernels.c $(INTERNAL)
 	@mkdir -p $(dir $@)
