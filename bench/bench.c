@@ -5,6 +5,7 @@
  *                      [--schedules SPEC,SPEC,...] [--csv FILE] [--dat FILE]
  *                      [--overlap FILE] [--overlap-sizes BYTES,BYTES,...]
  *                      [--load FILE_OR_DIR] [--spin US] [--spin-variant US] [--shm 0|1]
+ *                      [--thread-multiple 0|1]
  *
  * Sizes go from --min to --max by doubling. For each size every variant (nbc with automatic
  * selection, nbc with each schedule of --schedules forced, as nbc_set_schedule takes them,
@@ -316,7 +317,18 @@ static FILE *open_out(const char *path)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
+    /* --thread-multiple 1: what nbc's progress thread (NBC_PROGRESS_THREAD=1) and MPICH's
+     * (MPIR_CVAR_ASYNC_PROGRESS=1) need; read before MPI_Init, which it changes. */
+    int multiple = 0;
+    for (int i = 1; i + 1 < argc; i += 2)
+        if (!strcmp(argv[i], "--thread-multiple")) multiple = atoi(argv[i + 1]);
+    if (multiple) {
+        int provided;
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+        if (provided < MPI_THREAD_MULTIPLE) die("MPI_THREAD_MULTIPLE is not provided");
+    } else {
+        MPI_Init(&argc, &argv);
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     long min = 8, max = 64L << 20;
@@ -341,6 +353,7 @@ int main(int argc, char **argv)
         else if (!strcmp(k, "--spin-variant")) spin_variant = atof(v);
         else if (!strcmp(k, "--load")) load = v;
         else if (!strcmp(k, "--shm")) use_shm = atoi(v);
+        else if (!strcmp(k, "--thread-multiple")) continue; /* read above */
         else die("unknown option (see the comment at the top of bench/bench.c)");
     }
     if (argc % 2 == 0) die("options take one value each");
