@@ -125,9 +125,10 @@ static double shm_sync_time(shm_pair *s)
 static double shm_kernel_time(shm_pair *s, size_t n)
 {
     size_t h = (n + 1) / 2;
-    double *m = (double *)aligned_alloc(64, 4 * (h * sizeof(double) + 64));
+    size_t sb = (h * sizeof(double) + 127) / 64 * 64; /* a multiple of 64, as aligned_alloc wants */
+    double *m = (double *)aligned_alloc(64, 4 * sb);
     if (!m) abort();
-    size_t stride = (h * sizeof(double) + 64) / sizeof(double);
+    size_t stride = sb / sizeof(double);
     double *a = m, *b = m + stride, *y0 = m + 2 * stride, *y1 = m + 3 * stride;
     for (size_t i = 0; i < h; i++) a[i] = (double)(i % 97), b[i] = 1, y0[i] = y1[i] = 0;
     long calls = (long)((1 << 20) / (h * sizeof(double) + 1)) + 1;
