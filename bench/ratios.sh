@@ -8,6 +8,7 @@
 : "${MPIEXEC:=mpiexec.mpich}"
 BUILD=${1:-build}
 P=${2:-2}
+export BUILD # tests/tcp.sh builds its preload there
 N=${3:-5}
 sizes=${4:-8 65536 1048576 16777216}
 ompi=${OMPI_BUILD:-build/openmpi}
@@ -19,14 +20,17 @@ echo "round,bytes,ratio,value" > "$out/ratios-p$P.csv"
 i=1
 while [ "$i" -le "$N" ]; do
     for b in $sizes; do
+        # shellcheck disable=SC2086
         $MPIEXEC -n "$P" "$BUILD/bench/bench" --min "$b" --max "$b" --csv "$tmp/bench.csv" > /dev/null
-        BUILD=$BUILD TCP_TRIES=1 TCP_IDLE=300 sh tests/tcp.sh $MPIEXEC -n "$P" "$BUILD/bench/gloo" --min "$b" --max "$b" \
+        # shellcheck disable=SC2086
+        TCP_TRIES=1 TCP_IDLE=300 sh tests/tcp.sh $MPIEXEC -n "$P" "$BUILD/bench/gloo" --min "$b" --max "$b" \
             --store "$tmp" --csv "$tmp/gloo.csv" > /dev/null
         rm -f "$tmp/openmpi.csv"
         [ -x "$ompi/bench/bench" ] && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
             mpiexec.openmpi --oversubscribe -n "$P" "$ompi/bench/bench" --shm 0 --min "$b" --max "$b" \
             --csv "$tmp/openmpi.csv" > /dev/null
         # one line per ratio of this round and size: the tables' names, bench:VARIANT etc.
+        # shellcheck disable=SC2046
         awk -F, -v i="$i" -v b="$b" '
             FNR == 1 { src = FILENAME; sub(/.*\//, "", src); sub(/\.csv$/, "", src); next }
             $NF == 1 { t[src ":" $3] = $4 }

@@ -14,6 +14,7 @@ set -e
 BINDIR=${1:-bin}
 BUILD=${2:-build}
 P=${3:-2}
+export BUILD # tests/tcp.sh builds its preload there
 out=bench/results
 mkdir -p "$out"
 
@@ -51,7 +52,7 @@ NBC_TUNING="$out/tuning-p$P.rules" $MPIEXEC -n "$P" "$BUILD/bench/bench" --shm 0
 if [ -x "$BUILD/bench/gloo" ]; then
     store=$(mktemp -d)
     # shellcheck disable=SC2086
-    BUILD=$BUILD TCP_TRIES=1 TCP_IDLE=300 TCP_LIMIT=1200 sh tests/tcp.sh $MPIEXEC -n "$P" "$BUILD/bench/gloo" \
+    TCP_TRIES=1 TCP_IDLE=300 TCP_LIMIT=1200 sh tests/tcp.sh $MPIEXEC -n "$P" "$BUILD/bench/gloo" \
         --csv "$out/gloo-p$P.csv" --store "$store" $GLOO_ARGS | tee "$out/gloo-p$P.txt"
     rm -rf "$store"
 fi

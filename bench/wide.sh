@@ -10,6 +10,7 @@ dir=${1:-bench/results}
 P=${2:-2}
 files=$(for f in bench gloo openmpi; do [ -f "$dir/$f-p$P.csv" ] && echo "$dir/$f-p$P.csv"; done)
 [ -n "$files" ] || { echo "wide.sh: no bench-p$P.csv, gloo-p$P.csv or openmpi-p$P.csv in $dir" >&2; exit 1; }
+# shellcheck disable=SC2086
 awk -F, -v dat="$dir/wide-p$P.dat" -v P="$P" '
     FNR == 1 { src = FILENAME; sub(/.*\//, "", src); sub(/-p[0-9]+\.csv$/, "", src); next }
     $NF != 1 { next }
