@@ -2,11 +2,15 @@
  * in one program, on doubles with a sum.
  *
  *   mpiexec -n P gloo [--min BYTES] [--max BYTES] [--reps N] [--batch SECONDS] [--csv FILE]
- *                     [--store DIR] [--label NAME] [--no-gloo]
+ *                     [--store DIR] [--label NAME] [--no-gloo] [--gloo-sync]
  *
  * Gloo always talks TCP (its tcp device, on the loopback); run the program under
  * tests/tcp.sh and MPI (so nbc) talks TCP too: the same transport for both. --label names
- * that transport in the nbc and MPI variants (nbc_auto@LABEL). --no-gloo times only nbc and
+ * that transport in the nbc and MPI variants (nbc_auto@LABEL). --gloo-sync puts Gloo's pairs in
+ * their synchronous, busy-polling mode (Pair::setSync(true, true)) instead of the default,
+ * where a device thread receives and wakes the caller; the variants are then named gloo_*_sync,
+ * without gloo::allreduce (its unbound buffers refuse synchronous pairs).
+ * --no-gloo times only nbc and
  * MPI (nbc over shared memory, say). The MPI launcher gives ranks; Gloo meets through a
  * file store in a fresh directory under --store (default: the C library's temporary directory).
  *
@@ -65,8 +69,9 @@ double *sendbuf, *recvbuf, *work; /* work: the in-place variants' buffer */
 /* bench.c's data: small integers, so any order of addition gives the exact sum. */
 double value(int r, size_t i) { return (double)((r + 1) * (int)(i % 97)); }
 
-std::unique_ptr<gloo::Algorithm> classic(const std::string &name, const std::shared_ptr<gloo::Context> &ctx, int n)
+std::unique_ptr<gloo::Algorithm> classic(std::string name, const std::shared_ptr<gloo::Context> &ctx, int n)
 {
+    if (name.size() > 5 && name.compare(name.size() - 5, 5, "_sync") == 0) name.resize(name.size() - 5);
     std::vector<double *> ptrs{work};
     if (name == "gloo_ring") return std::make_unique<gloo::AllreduceRing<double>>(ctx, ptrs, n);
     if (name == "gloo_ring_chunked") return std::make_unique<gloo::AllreduceRingChunked<double>>(ctx, ptrs, n);
@@ -171,11 +176,15 @@ int main(int argc, char **argv)
     double batch_s = 0.002;
     const char *csv_path = nullptr, *label = "tcp";
     std::string store_parent = P_tmpdir;
-    bool gloo_on = true;
+    bool gloo_on = true, gloo_sync = false;
     for (int i = 1; i < argc; i++) {
         std::string k = argv[i];
         if (k == "--no-gloo") {
             gloo_on = false;
+            continue;
+        }
+        if (k == "--gloo-sync") {
+            gloo_sync = true;
             continue;
         }
         if (i + 1 >= argc) die("option " + k + " takes a value");
@@ -198,8 +207,9 @@ int main(int argc, char **argv)
     vars.push_back({MPI_BLOCKING, "MPI_Allreduce" + at, nullptr, nullptr});
     if (gloo_on) {
         for (const char *g : {"gloo_ring", "gloo_ring_chunked", "gloo_halving_doubling", "gloo_bcube"})
-            vars.push_back({GLOO_CLASSIC, g, nullptr, nullptr});
-        vars.push_back({GLOO_API, "gloo_allreduce", nullptr, nullptr});
+            vars.push_back({GLOO_CLASSIC, std::string(g) + (gloo_sync ? "_sync" : ""), nullptr, nullptr});
+        /* gloo::allreduce's unbound buffers refuse a synchronous pair (Gloo enforces !sync_) */
+        if (!gloo_sync) vars.push_back({GLOO_API, "gloo_allreduce", nullptr, nullptr});
     }
 
     size_t maxn = (size_t)max / sizeof(double);
@@ -215,6 +225,9 @@ int main(int argc, char **argv)
     if (gloo_on) {
         try {
             ctx = connect(store_parent, dir);
+            if (gloo_sync)
+                for (int i = 0; i < nprocs; i++)
+                    if (i != rank) ctx->getPair(i)->setSync(true, true);
         } catch (const std::exception &e) {
             die(std::string("Gloo's rendezvous failed: ") + e.what());
         }

@@ -103,6 +103,10 @@ if dpkg-query -W -f='${Status}' libgloo-dev 2> /dev/null | grep -q "install ok i
               for (i = 1; i <= 6; i++) if (!(w[i] in v)) print "no " w[i] }' "$tmp/g.csv" 2> /dev/null)
     [ -f "$tmp/g.csv" ] && [ -z "$why" ]
     check "gloo CSV well-formed, results correct" $? "$why"
+    # shellcheck disable=SC2086
+    timeout 60 $MPIEXEC -n 2 "$BUILD/bench/gloo" --min 8 --max 64 --reps 2 --batch 0.0002 --store "$tmp" --gloo-sync \
+        --csv "$tmp/gs.csv" > "$tmp/gsout" 2>&1 && [ "$(grep -c '_sync,.*,1$' "$tmp/gs.csv")" -eq 16 ]
+    check "gloo --gloo-sync runs, results correct" $? "$(tail -n 3 "$tmp/gsout")"
     left=$(find "$tmp" -maxdepth 1 -name 'nbc-gloo-*')
     [ -z "$left" ]
     check "gloo removes its rendezvous directory" $? "left in the store"
