@@ -215,13 +215,23 @@ test: all $(call DEPS,test-deps)
 	@BUILD=$(BUILD) BINDIR=$(BINDIR) SANITIZE_BUILD=$(SANITIZE) TSAN_BUILD=$(TSAN) FUZZ_BUILD=$(FUZZ) sh tests/run.sh
 
 # The benchmark (bench/): nbc against MPICH on P processes (make bench P=4), results in
-# bench/results/. Its own tools are installed on first use; `make test` needs none of them.
-BENCH_PACKAGES := gnuplot-nox valgrind
-BENCH_PROGS := $(BUILD)/bench/bench $(BUILD)/bench/kernels $(BUILD)/bench/cgcall
+# bench/results/; side by side with Gloo (bench/gloo.cc, C++: libgloo-dev and g++ are the
+# bench's, not the library's) and, with MPICH as the MPI, with Open MPI: the bench is also built
+# against it (its own build, as make MPI=openmpi). Its own tools are installed on first use;
+# `make test` needs none of them.
+BENCH_PACKAGES := gnuplot-nox valgrind libgloo-dev g++
+BENCH_PROGS := $(BUILD)/bench/bench $(BUILD)/bench/kernels $(BUILD)/bench/cgcall $(BUILD)/bench/gloo
+# with MPICH, the interposition library's column too (bench/interpose.sh)
+BENCH_PROGS += $(if $(filter mpich,$(MPI)),$(BUILD)/bench/interpose_cost $(INTERPOSE))
+BENCH_OPENMPI := $(if $(filter mpich,$(MPI)),bench-openmpi)
 P ?= 2
-.PHONY: bench
-bench: all $(BENCH_PROGS) $(call DEPS,bench-deps)
-	sh bench/run.sh $(BINDIR) $(BUILD) $(P)
+.PHONY: bench bench-openmpi
+bench: all $(BENCH_PROGS) $(call DEPS,bench-deps) $(BENCH_OPENMPI)
+	OMPI_BUILD=$(BUILD_openmpi) sh bench/run.sh $(BINDIR) $(BUILD) $(P)
+
+bench-openmpi:
+	@$(MAKE) --no-print-directory MPI=openmpi BUILD=$(BUILD_openmpi) BINDIR=$(BUILD_openmpi)/bin \
+	    $(BUILD_openmpi)/bench/bench
 
 # The interposition library's column (bench/interpose.sh): MPI_Iallreduce through the preload
 # next to nbc_iallreduce and MPICH's own, and the per-call cost of the interposition.
@@ -244,7 +254,7 @@ bench-torch: $(call DEPS,test-deps) $(call DEPS,bench-deps)
 	@$(MAKE) --no-print-directory MPI=openmpi build/openmpi/lib/libnbc.so
 	sh bench/torch.sh bench/results
 
-$(BUILD)/.bench-deps: tools/install-deps.sh
+$(BUILD)/.bench-deps: tools/install-deps.sh Makefile
 	@mkdir -p $(BUILD)
 	@sh tools/install-deps.sh $(BENCH_PACKAGES)
 	@touch $@
@@ -252,6 +262,13 @@ $(BUILD)/.bench-deps: tools/install-deps.sh
 $(BUILD)/bench/%: bench/%.c $(STATIC)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLFLAGS) $< $(STATIC) $(LDLIBS) -o $@
+
+$(BUILD)/bench/bench: bench/shm.h bench/stats.h
+
+# MPI's C++ bindings are not used (and Open MPI's trip -Wextra): *_SKIP_MPICXX.
+$(BUILD)/bench/gloo: bench/gloo.cc bench/stats.h $(STATIC) | $(call DEPS,bench-deps)
+	@mkdir -p $(dir $@)
+	mpicxx.$(MPI) -std=c++17 $(WARN) $(CFLAGS) -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX -Iruntime $< $(STATIC) -lgloo $(LDLIBS) -o $@
 
 $(BUILD)/bench/kernels: bench/kernels.c $(INTERNAL)
 	@mkdir -p $(dir $@)

@@ -4,7 +4,8 @@
  *   mpiexec -n P bench [--min BYTES] [--max BYTES] [--reps N] [--batch SECONDS]
  *                      [--schedules SPEC,SPEC,...] [--csv FILE] [--dat FILE]
  *                      [--overlap FILE] [--overlap-sizes BYTES,BYTES,...]
- *                      [--load FILE_OR_DIR] [--spin US] [--spin-variant US]
+ *                      [--load FILE_OR_DIR] [--spin US] [--spin-variant US] [--shm 0|1]
+ *                      [--thread-multiple 0|1]
  *
  * Sizes go from --min to --max by doubling. For each size every variant (nbc with automatic
  * selection, nbc with each schedule of --schedules forced, as nbc_set_schedule takes them,
@@ -15,6 +16,10 @@
  * median, the quartiles and the ratios to both MPICH calls, and writes them to the CSV file;
  * --dat writes the medians one size a line, for gnuplot. --load loads more schedules (to measure
  * a schedule file of one's own, forced with --schedules); --spin and --spin-variant: see finish().
+ * With two ranks on one node (and --shm 1, the default) two more rows: shm_prototype, an
+ * allreduce that reduces straight out of the peer's memory (bench/shm.h, on buffers of its own
+ * in a shared window), and bound, the least time an allreduce can take there (shm.h says how
+ * it is measured; its row is that one figure, not batches).
  *
  * Overlap, as the OSU micro-benchmarks define it: pure = the collective alone; compute = the
  * same length of computation alone (chunks of a few microseconds); overall = start the
@@ -26,9 +31,12 @@
 #include <string.h>
 
 #include "nbc.h"
+#include "shm.h"
 #include "stats.h"
 
-enum { NBC, MPI_NB, MPI_BLOCKING };
+/* SHM: the prototype of shm.h (at p = 2 on one node), on buffers in a shared window; BOUND:
+ * not a call but shm.h's lower bound, measured per size and printed as a row. */
+enum { NBC, MPI_NB, MPI_BLOCKING, SHM, BOUND };
 typedef struct {
     int kind;
     const char *spec; /* nbc: the forced schedule, NULL for automatic selection */
@@ -41,6 +49,7 @@ static variant vars[MAX_VARIANTS];
 static int nvars;
 static int rank, nprocs;
 static double *sendbuf, *recvbuf;
+static shm_pair pair;
 
 static void die(const char *what)
 {
@@ -55,6 +64,10 @@ static int start(const variant *v, int n, nbc_request *nr, MPI_Request *mr)
 {
     if (v->kind == NBC) return nbc_iallreduce(sendbuf, recvbuf, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, nr);
     if (v->kind == MPI_NB) return MPI_Iallreduce(sendbuf, recvbuf, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, mr);
+    if (v->kind == SHM) {
+        shm_allreduce(&pair, (size_t)n);
+        return MPI_SUCCESS;
+    }
     return MPI_Allreduce(sendbuf, recvbuf, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
 }
 
@@ -98,13 +111,14 @@ static int one_call(const variant *v, int n)
 static int check(const variant *v, int n)
 {
     force(v);
-    for (int i = 0; i < n; i++) recvbuf[i] = -1;
+    double *out = v->kind == SHM ? pair.recv[pair.me] : recvbuf;
+    for (int i = 0; i < n; i++) out[i] = -1;
     int refused = one_call(v, n) != MPI_SUCCESS, any;
     MPI_Allreduce(&refused, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (any) return -1;
     int ok = 1;
     double want = (double)nprocs * (nprocs + 1) / 2;
-    for (int i = 0; i < n; i++) ok &= recvbuf[i] == want * (double)(i % 97);
+    for (int i = 0; i < n; i++) ok &= out[i] == want * (double)(i % 97);
     int all;
     MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     return all;
@@ -226,7 +240,15 @@ static void compare(FILE *csv, FILE *dat, int n, int reps, double batch_s)
 {
     int ok[MAX_VARIANTS];
     int mpi_nb = -1, mpi_b = -1;
+    double bound = 0;
     for (int v = 0; v < nvars; v++) {
+        if (vars[v].kind == BOUND) {
+            static double sync; /* measured once: it does not depend on the size */
+            if (sync == 0) sync = shm_sync_time(&pair);
+            bound = 2 * sync + shm_kernel_time(&pair, (size_t)n);
+            ok[v] = 1;
+            continue;
+        }
         ok[v] = check(&vars[v], n);
         if (vars[v].kind == MPI_NB) mpi_nb = v;
         if (vars[v].kind == MPI_BLOCKING) mpi_b = v;
@@ -234,7 +256,7 @@ static void compare(FILE *csv, FILE *dat, int n, int reps, double batch_s)
     /* warm-up, and a probe of how many calls fill a batch (alike on every rank) */
     double probe = 0;
     for (int v = 0; v < nvars; v++)
-        if (ok[v] >= 0) {
+        if (ok[v] >= 0 && vars[v].kind != BOUND) {
             batch(&vars[v], n, 2);
             if (v == mpi_nb) probe = batch(&vars[v], n, 3);
         }
@@ -245,7 +267,7 @@ static void compare(FILE *csv, FILE *dat, int n, int reps, double batch_s)
     static double t[MAX_VARIANTS][MAX_REPS];
     for (int r = 0; r < reps; r++)
         for (int v = 0; v < nvars; v++)
-            if (ok[v] >= 0) t[v][r] = batch(&vars[v], n, iters);
+            t[v][r] = ok[v] < 0 ? 0 : vars[v].kind == BOUND ? bound : batch(&vars[v], n, iters);
     for (int v = 0; v < nvars; v++) max_all(t[v], reps);
     if (rank != 0) return;
 
@@ -261,8 +283,10 @@ static void compare(FILE *csv, FILE *dat, int n, int reps, double batch_s)
         }
         double ri = s[v].median / s[mpi_nb].median, ra = s[v].median / s[mpi_b].median;
         double mbs = (double)bytes / s[v].median / 1e6;
-        printf("%2d %10zu  %-34s %11.2f %11.2f %11.2f %8.2f %8.2f %9.1f%s\n", nprocs, bytes, vars[v].name,
-               s[v].median * 1e6, s[v].p25 * 1e6, s[v].p75 * 1e6, ri, ra, mbs, ok[v] ? "" : "  WRONG RESULT");
+        char note[64] = "";
+        if (vars[v].kind == BOUND) snprintf(note, sizeof note, "  nbc_auto / bound = %.2f", s[0].median / s[v].median);
+        printf("%2d %10zu  %-34s %11.2f %11.2f %11.2f %8.2f %8.2f %9.1f%s%s\n", nprocs, bytes, vars[v].name,
+               s[v].median * 1e6, s[v].p25 * 1e6, s[v].p75 * 1e6, ri, ra, mbs, ok[v] ? "" : "  WRONG RESULT", note);
         if (csv)
             fprintf(csv, "%d,%zu,%s,%.3f,%.3f,%.3f,%.3f,%.3f,%d,%d,%.4f,%.4f,%.3f,%d\n", nprocs, bytes, vars[v].name,
                     s[v].median * 1e6, s[v].p25 * 1e6, s[v].p75 * 1e6, s[v].min * 1e6, s[v].max * 1e6, reps, iters,
@@ -293,13 +317,25 @@ static FILE *open_out(const char *path)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
+    /* --thread-multiple 1: what nbc's progress thread (NBC_PROGRESS_THREAD=1) and MPICH's
+     * (MPIR_CVAR_ASYNC_PROGRESS=1) need; read before MPI_Init, which it changes. */
+    int multiple = 0;
+    for (int i = 1; i + 1 < argc; i += 2)
+        if (!strcmp(argv[i], "--thread-multiple")) multiple = atoi(argv[i + 1]);
+    if (multiple) {
+        int provided;
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+        if (provided < MPI_THREAD_MULTIPLE) die("MPI_THREAD_MULTIPLE is not provided");
+    } else {
+        MPI_Init(&argc, &argv);
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     long min = 8, max = 64L << 20;
     int reps = 15;
     double spin_us = 0, spin_variant = 0;
     double batch_s = 0.002;
+    int use_shm = 1;
     const char *schedules = "", *csv_path = NULL, *dat_path = NULL, *ovl_path = NULL;
     const char *ovl_sizes = "8,1024,65536,1048576,16777216", *load = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -316,6 +352,8 @@ int main(int argc, char **argv)
         else if (!strcmp(k, "--spin")) spin_us = atof(v);
         else if (!strcmp(k, "--spin-variant")) spin_variant = atof(v);
         else if (!strcmp(k, "--load")) load = v;
+        else if (!strcmp(k, "--shm")) use_shm = atoi(v);
+        else if (!strcmp(k, "--thread-multiple")) continue; /* read above */
         else die("unknown option (see the comment at the top of bench/bench.c)");
     }
     if (argc % 2 == 0) die("options take one value each");
@@ -331,6 +369,10 @@ int main(int argc, char **argv)
         snprintf(name, sizeof name, "nbc_%s", strncmp(s, "allreduce_", 10) ? s : s + 10);
         add(NBC, s, spin_us, name);
     }
+    if (use_shm && shm_open(&pair, MPI_COMM_WORLD, (size_t)max)) {
+        add(SHM, NULL, 0, "shm_prototype");
+        add(BOUND, NULL, 0, "bound");
+    }
     add(MPI_NB, NULL, 0, "MPI_Iallreduce");
     add(MPI_BLOCKING, NULL, 0, "MPI_Allreduce");
 
@@ -339,6 +381,8 @@ int main(int argc, char **argv)
     recvbuf = malloc(maxn * sizeof *recvbuf);
     if (!sendbuf || !recvbuf) die("out of memory");
     for (size_t i = 0; i < maxn; i++) sendbuf[i] = value(rank, i), recvbuf[i] = 0;
+    if (pair.open)
+        for (size_t i = 0; i < maxn; i++) pair.send[pair.me][i] = value(rank, i), pair.recv[pair.me][i] = 0;
     if (nbc_init() != MPI_SUCCESS || (load && nbc_load_schedules(load) != MPI_SUCCESS)) die(nbc_error_message());
 
     FILE *csv = open_out(csv_path), *dat = open_out(dat_path);
@@ -381,6 +425,7 @@ int main(int argc, char **argv)
     free(list);
     free(sendbuf);
     free(recvbuf);
+    shm_close(&pair);
     nbc_finalize();
     MPI_Finalize();
     return 0;

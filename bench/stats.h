@@ -18,7 +18,7 @@ static int cmp_double(const void *a, const void *b)
 /* Of n > 0 timings, left in their order (callers pair them by index). */
 static stats summarize(const double *t0, int n)
 {
-    double *t = malloc(sizeof *t * (size_t)n);
+    double *t = (double *)malloc(sizeof *t * (size_t)n); /* the cast: C++ (bench/gloo.cc) includes this too */
     if (!t) abort();
     memcpy(t, t0, sizeof *t * (size_t)n);
     qsort(t, (size_t)n, sizeof *t, cmp_double);

@@ -69,4 +69,69 @@ why=$(awk -F, 'NR == 1 { if ($0 != "p,bytes,variant,pure_us,compute_us,overall_u
 [ -f "$tmp/o.csv" ] && [ -z "$why" ]
 check "overlap CSV well-formed" $? "$why"
 
+# The rows of the shared-memory prototype and of the bound (two ranks on one node): a correct
+# result, and a bound below the median of every call through MPI at its size (not the
+# prototype's: it does what the bound counts, and may come within noise of it).
+why=$(awk -F, 'NR > 1 { t[$2, $3] = $4; sizes[$2] = 1; if ($3 == "bound") b[$2] = $4 }
+    END {
+        for (s in sizes) {
+            if (!((s, "shm_prototype") in t)) { print "no shm_prototype row at " s " B"; exit }
+            if (!(s in b)) { print "no bound row at " s " B"; exit }
+        }
+        for (k in t) { split(k, kv, SUBSEP); if (kv[2] != "shm_prototype" && t[k] < b[kv[1]]) { print kv[2] " at " kv[1] " B is below the bound"; exit } }
+    }' "$tmp/b.csv" 2> /dev/null)
+[ -f "$tmp/b.csv" ] && [ -z "$why" ]
+check "shm_prototype and bound rows" $? "$why"
+
+# Gloo side by side (bench/gloo.cc), when Gloo is installed: Gloo's five allreduces and nbc,
+# each result checked. The smoke test does not force TCP on MPI (bench/run.sh does).
+gloo_header="p,bytes,variant,median_us,p25_us,p75_us,min_us,max_us,reps,iters,nbc_over_this,MBps,correct"
+if dpkg-query -W -f='${Status}' libgloo-dev 2> /dev/null | grep -q "install ok installed"; then
+    if [ ! -x "$BUILD/bench/gloo" ]; then
+        make --no-print-directory NO_DEPS=1 BUILD="$BUILD" BINDIR="$BINDIR" "$BUILD/bench/gloo" > "$tmp/make" 2>&1
+        check "gloo builds" $? "$(tail -n 5 "$tmp/make")"
+    fi
+    # shellcheck disable=SC2086
+    [ -x "$BUILD/bench/gloo" ] && timeout 60 $MPIEXEC -n 2 "$BUILD/bench/gloo" --min 8 --max 1K --reps 2 --batch 0.0002 --store "$tmp" \
+        --csv "$tmp/g.csv" > "$tmp/gout" 2>&1
+    check "gloo runs ($MPIEXEC -n 2, 8 B .. 1 KiB)" $? "$(tail -n 5 "$tmp/gout")"
+    why=$(awk -F, -v h="$gloo_header" 'NR == 1 { if ($0 != h) print "header: " $0; next }
+        NF != 13 || $4 <= 0 || $13 != 1 { print "line " NR ": " $0; exit }
+        { rows++; v[$3] = 1 }
+        END { if (rows != 8 * 8) print rows " rows, want 64"
+              split("gloo_ring gloo_ring_chunked gloo_halving_doubling gloo_bcube gloo_allreduce nbc_auto@tcp", w, " ")
+              for (i = 1; i <= 6; i++) if (!(w[i] in v)) print "no " w[i] }' "$tmp/g.csv" 2> /dev/null)
+    [ -f "$tmp/g.csv" ] && [ -z "$why" ]
+    check "gloo CSV well-formed, results correct" $? "$why"
+    # shellcheck disable=SC2086
+    timeout 60 $MPIEXEC -n 2 "$BUILD/bench/gloo" --min 8 --max 64 --reps 2 --batch 0.0002 --store "$tmp" --gloo-sync \
+        --csv "$tmp/gs.csv" > "$tmp/gsout" 2>&1 && [ "$(grep -c '_sync,.*,1$' "$tmp/gs.csv")" -eq 16 ]
+    check "gloo --gloo-sync runs, results correct" $? "$(tail -n 3 "$tmp/gsout")"
+    left=$(find "$tmp" -maxdepth 1 -name 'nbc-gloo-*')
+    [ -z "$left" ]
+    check "gloo removes its rendezvous directory" $? "left in the store"
+else
+    echo "ok bench gloo # skip: libgloo-dev is not installed (make bench installs it)"
+fi
+
+# Open MPI's columns, when its build exists (make MPI=openmpi, or make bench).
+ompi=build/openmpi
+if [ "${MPI:-mpich}" = mpich ] && [ -x "$ompi/bench/bench" ]; then
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1 timeout 60 \
+        mpiexec.openmpi --oversubscribe -n 2 "$ompi/bench/bench" --shm 0 --min 8 --max 1K --reps 2 --batch 0.0002 \
+        --csv "$tmp/openmpi-p2.csv" > "$tmp/oout" 2>&1
+    check "Open MPI's bench runs (mpiexec.openmpi -n 2, 8 B .. 1 KiB)" $? "$(tail -n 5 "$tmp/oout")"
+    why=$(awk -F, 'NR > 1 && ($14 != 1 || NF != 14) { print "line " NR ": " $0; exit }' "$tmp/openmpi-p2.csv" 2> /dev/null)
+    [ -f "$tmp/openmpi-p2.csv" ] && [ -z "$why" ]
+    check "Open MPI's CSV well-formed, results correct" $? "$why"
+fi
+
+# The wide table and its .dat from whichever of those ran (the first run's CSV as bench-p2.csv).
+cp "$tmp/b.csv" "$tmp/bench-p2.csv" 2> /dev/null
+[ -f "$tmp/g.csv" ] && cp "$tmp/g.csv" "$tmp/gloo-p2.csv"
+sh bench/wide.sh "$tmp" 2 > "$tmp/wide.md" 2> "$tmp/wide.err"
+why=$(awk -F'|' '/^\| [0-9]+ (B|KiB) \|/ { rows++ } END { if (rows < 2 * 8) print rows " size rows, want at least 16" }' "$tmp/wide.md")
+[ -z "$why" ] && awk 'NR == 1 { n = NF; next } NF != n { exit 1 }' "$tmp/wide-p2.dat" 2> /dev/null
+check "wide table and .dat" $? "$why $(cat "$tmp/wide.err")"
+
 exit $failed
