@@ -28,8 +28,10 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     }
     MPI_Request r;
-    nm_ran(K_ALLREDUCE);
-    return wait_for(MPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, &r), &r, comm);
+    nm_count_as(K_ALLREDUCE);
+    int rc = MPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, &r);
+    nm_count_as(-1);
+    return wait_for(rc, &r, comm);
 }
 
 int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
@@ -40,8 +42,10 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
         return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
     }
     MPI_Request r;
-    nm_ran(K_REDUCE);
-    return wait_for(MPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, &r), &r, comm);
+    nm_count_as(K_REDUCE);
+    int rc = MPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, &r);
+    nm_count_as(-1);
+    return wait_for(rc, &r, comm);
 }
 
 int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
@@ -51,8 +55,10 @@ int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
         return PMPI_Bcast(buffer, count, datatype, root, comm);
     }
     MPI_Request r;
-    nm_ran(K_BCAST);
-    return wait_for(MPI_Ibcast(buffer, count, datatype, root, comm, &r), &r, comm);
+    nm_count_as(K_BCAST);
+    int rc = MPI_Ibcast(buffer, count, datatype, root, comm, &r);
+    nm_count_as(-1);
+    return wait_for(rc, &r, comm);
 }
 
 int MPI_Barrier(MPI_Comm comm)
@@ -62,8 +68,10 @@ int MPI_Barrier(MPI_Comm comm)
         return PMPI_Barrier(comm);
     }
     MPI_Request r;
-    nm_ran(K_BARRIER);
-    return wait_for(MPI_Ibarrier(comm, &r), &r, comm);
+    nm_count_as(K_BARRIER);
+    int rc = MPI_Ibarrier(comm, &r);
+    nm_count_as(-1);
+    return wait_for(rc, &r, comm);
 }
 
 int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op,
@@ -74,8 +82,10 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, 
         return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
     }
     MPI_Request r;
-    nm_ran(K_REDUCE_SCATTER_BLOCK);
-    return wait_for(MPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, &r), &r, comm);
+    nm_count_as(K_REDUCE_SCATTER_BLOCK);
+    int rc = MPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, &r);
+    nm_count_as(-1);
+    return wait_for(rc, &r, comm);
 }
 
 int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
@@ -86,6 +96,8 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
         return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     }
     MPI_Request r;
-    nm_ran(K_ALLGATHER);
-    return wait_for(MPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &r), &r, comm);
+    nm_count_as(K_ALLGATHER);
+    int rc = MPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &r);
+    nm_count_as(-1);
+    return wait_for(rc, &r, comm);
 }

@@ -17,6 +17,7 @@ enum nm_kind {
 enum nm_reason { R_INTERCOMM, R_COMM_NULL, R_TOO_LARGE, R_VARIANT, R_BLOCKING_OFF, NREASONS };
 void nm_ran(enum nm_kind k);
 void nm_passed(enum nm_kind k, enum nm_reason why);
+void nm_count_as(int k); /* the next counts of this thread go to kind k (-1: their own) */
 
 /* ---- one collective's MPI request (grequest.c) ---- */
 typedef struct nm_req nm_req;

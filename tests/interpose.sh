@@ -65,6 +65,16 @@ for p in 1 4; do
     else
         echo "FAIL NBC_MPI_VERBOSE=1 counts what ran on nbc and what went to MPICH, and why (p=$p): $(head -n 3 "$tmp/verbose" | tr '\n' ' ')"
     fi
+    # a blocking call on nbc counts as itself, not also as the non-blocking call it runs as
+    $MPIEXEC -n "$p" env NBC_MPI_BLOCKING=1 NBC_MPI_VERBOSE=1 LD_PRELOAD="$lib" "$build/tests/interpose_overlap" 65536 \
+        > "$tmp/pre" 2> "$tmp/verbose"
+    if cmp -s "$tmp/plain" "$tmp/pre" && grep -q "^nbcmpi: rank 0: MPI_Iallreduce: 1 on nbc, 0 passed to MPI$" "$tmp/verbose" &&
+        grep -q "^nbcmpi: rank 0: MPI_Reduce: 1 on nbc, 0 passed to MPI$" "$tmp/verbose" &&
+        ! grep -q "MPI_Ireduce:" "$tmp/verbose"; then
+        echo "ok NBC_MPI_BLOCKING=1 NBC_MPI_VERBOSE=1 counts MPI_Reduce once, as itself (p=$p)"
+    else
+        echo "FAIL NBC_MPI_BLOCKING=1 NBC_MPI_VERBOSE=1 counts MPI_Reduce once, as itself (p=$p): $(head -n 3 "$tmp/verbose" | tr '\n' ' ')"
+    fi
 done
 
 # linked instead of preloaded: -lnbcmpi before MPICH's library (not for a sanitized library,
