@@ -38,6 +38,9 @@ static int delete_state(MPI_Comm comm, int key, void *attr, void *extra)
 {
     (void)comm, (void)key, (void)extra;
     comm_state *cs = attr;
+    /* From the application's MPI_Comm_free the lock is not held, and the progress thread may be
+     * testing this state's pending duplications at this very moment. */
+    int took = thread_enter_callback();
     if (cs == nbc_rt.comms.last_state) nbc_rt.comms.last_comm = MPI_COMM_NULL, nbc_rt.comms.last_state = NULL;
     cs->user = MPI_COMM_NULL;
 #ifdef OPEN_MPI
@@ -49,6 +52,7 @@ static int delete_state(MPI_Comm comm, int key, void *attr, void *extra)
     if (cs->any_pending != MPI_REQUEST_NULL) MPI_Wait(&cs->any_pending, MPI_STATUS_IGNORE);
 #endif
     if (cs->refs == 0) destroy_state(cs);
+    thread_leave_callback(took);
     return MPI_SUCCESS;
 }
 

@@ -114,6 +114,10 @@ void check_free(struct nbc_req *r);
 void thread_init(void);            /* learns the thread level: call from nbc_init */
 int thread_enter(void);            /* every public call: MPI_SUCCESS or a refusal */
 void thread_leave(void);
+/* For MPI's callbacks into the library (an attribute deleted by MPI_Comm_free): takes the lock
+ * unless this thread already holds it; returns whether it did, for thread_leave_callback. */
+int thread_enter_callback(void);
+void thread_leave_callback(int took);
 void thread_wake(void);            /* a request was started: the progress thread has work */
 int thread_progress_start(void);
 void thread_progress_stop(void);   /* joins it; call without holding the lock */

@@ -29,10 +29,38 @@ void thread_init(void)
 
 int thread_is_multiple(void) { return nbc_rt.threads.level == MPI_THREAD_MULTIPLE; }
 
+/* Whether this thread holds the lock: MPI calls the library back (a communicator's attribute
+ * being deleted) both from inside the library and from the application's own MPI calls. */
+static __thread int held;
+
+static void lock(void)
+{
+    pthread_mutex_lock(&nbc_rt.threads.lock);
+    held = 1;
+}
+
+static void unlock(void)
+{
+    held = 0;
+    pthread_mutex_unlock(&nbc_rt.threads.lock);
+}
+
+int thread_enter_callback(void)
+{
+    if (held || !nbc_rt.life.initialized) return 0;
+    lock();
+    return 1;
+}
+
+void thread_leave_callback(int took)
+{
+    if (took) unlock();
+}
+
 int thread_enter(void)
 {
     if (nbc_rt.threads.level == MPI_THREAD_MULTIPLE) {
-        pthread_mutex_lock(&nbc_rt.threads.lock);
+        lock();
         return MPI_SUCCESS;
     }
     if (nbc_rt.threads.level < MPI_THREAD_SERIALIZED && !pthread_equal(pthread_self(), nbc_rt.threads.owner))
@@ -42,10 +70,11 @@ int thread_enter(void)
     if (pthread_mutex_trylock(&nbc_rt.threads.lock) == EBUSY)
         return nbc_fail(MPI_ERR_OTHER, "nbc was called from two threads at once under MPI_THREAD_SERIALIZED: "
                         "initialize MPI with MPI_THREAD_MULTIPLE to do that");
+    held = 1;
     return MPI_SUCCESS;
 }
 
-void thread_leave(void) { pthread_mutex_unlock(&nbc_rt.threads.lock); }
+void thread_leave(void) { unlock(); }
 
 void thread_wake(void)
 {
@@ -56,7 +85,7 @@ static void *progress_main(void *arg)
 {
     (void)arg;
     int idle = 0;
-    pthread_mutex_lock(&nbc_rt.threads.lock);
+    lock();
     while (!nbc_rt.threads.progress_stop) {
         if (req_active_count() == 0) {
             /* wakes at a start, or after a while to answer stall queries */
@@ -71,7 +100,7 @@ static void *progress_main(void *arg)
         int moved = 0;
         req_progress_all(&moved);
         if (!moved) stall_poll();
-        pthread_mutex_unlock(&nbc_rt.threads.lock);
+        unlock();
         /* Between passes that found nothing to do, give the core away: on a node with more
          * ranks than cores the peers this thread waits for need it. */
         if (moved) {
@@ -82,9 +111,9 @@ static void *progress_main(void *arg)
         } else {
             sched_yield();
         }
-        pthread_mutex_lock(&nbc_rt.threads.lock);
+        lock();
     }
-    pthread_mutex_unlock(&nbc_rt.threads.lock);
+    unlock();
     return NULL;
 }
 
