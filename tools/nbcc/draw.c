@@ -60,12 +60,7 @@ int nbcc_draw(int argc, char **argv)
     FILE *mem = open_memstream(&buf, &len);
     diag d;
     diag_init(&d);
-    base.p = p;
-    base.count = count;
-    base.esize = esize;
-    base.root = root;
-    base.inplace = inplace;
-    base.commutative = commutative;
+    nbcc_set_call(&base, p, count, esize, root, inplace, commutative);
     sim_args a = sim_args_of(&base);
     int rc = mem ? draw_schedule(lib, s, &a, tname, f, mem, &d) : -1;
     if (mem) fclose(mem);

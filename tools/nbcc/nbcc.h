@@ -48,6 +48,9 @@ typedef struct {
  * long names without dashes; "o" for -o FILE). Returns -1 when the subcommand should go on,
  * else its exit status (2 after a message). --count also sets counts (the last one given wins). */
 int nbcc_options(int argc, char **argv, const char *accepted, nbcc_opts *o);
+/* The call a subcommand compiles or simulates, on top of the options' --param/--nbufs. */
+void nbcc_set_call(compile_args *a, int64_t p, int64_t count, int64_t esize, int64_t root, int inplace,
+                   int commutative);
 int wants_help(int argc, char **argv);             /* --help or -h among the arguments */
 long long number(const char *opt, const char *v);  /* exits with status 2 when v is not one */
 /* The element size of a type named on the command line; -1 after a message naming them all. */

@@ -130,3 +130,14 @@ int nbcc_options(int argc, char **argv, const char *accepted, nbcc_opts *o)
     o->rest = optind;
     return -1;
 }
+
+void nbcc_set_call(compile_args *a, int64_t p, int64_t count, int64_t esize, int64_t root, int inplace,
+                   int commutative)
+{
+    a->p = p;
+    a->count = count;
+    a->esize = esize;
+    a->root = root;
+    a->inplace = inplace;
+    a->commutative = commutative;
+}

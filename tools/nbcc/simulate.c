@@ -135,12 +135,7 @@ int nbcc_simulate(int argc, char **argv)
         free(ps), free(bs), lib_destroy(lib);
         return 1;
     }
-    base.p = ps[0];
-    base.count = count;
-    base.esize = esize;
-    base.root = root;
-    base.inplace = inplace;
-    base.commutative = commutative;
+    nbcc_set_call(&base, ps[0], count, esize, root, inplace, commutative);
     sim_args a = sim_args_of(&base);
     a.record_hops = ps[0] <= 4096;
     sim_result res;
