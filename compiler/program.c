@@ -2,8 +2,8 @@
  * opcodes and slots as dumps and messages print them. */
 #include "program.h"
 
-#define NBC_OPCODE_ROW(name, reads, writes, message, reduces) {#name, reads, writes, message, reduces},
-const nbc_opinfo nbc_opinfo_table[OP_COUNT_ + 1] = {NBC_OPCODES(NBC_OPCODE_ROW){"?", 0, 0, 0, 0}};
+#define NBC_OPCODE_ROW(name, reads, writes, message, reduces, flag) {#name, reads, writes, message, reduces, flag},
+const nbc_opinfo nbc_opinfo_table[OP_COUNT_ + 1] = {NBC_OPCODES(NBC_OPCODE_ROW){"?", 0, 0, 0, 0, 0}};
 
 const char *prog_opcode_name(int op)
 {
