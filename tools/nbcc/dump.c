@@ -19,7 +19,8 @@ static const char *const usage_dump =
     "                     (default int)\n"
     "  --inplace          sendbuf is MPI_IN_PLACE\n"
     "  --noncommutative   the op is not commutative\n"
-    "  --root R           the root of a rooted collective (default 0)\n";
+    "  --root R           the root of a rooted collective (default 0)\n"
+    "  --no-shared-memory the ranks cannot map each other's memory (default: they can)\n";
 
 int nbcc_dump(int argc, char **argv)
 {
@@ -54,7 +55,7 @@ int nbcc_dump(int argc, char **argv)
     diag_init(&d);
     for (long long r = rank < 0 ? 0 : rank; r < (rank < 0 ? p : rank + 1) && !rc; r++) {
         compile_args a = {.p = p, .rank = r, .count = count, .esize = esize, .inplace = inplace, .commutative = commutative,
-                          .max_insns = nbcc_max_insns,
+                          .max_insns = nbcc_max_insns, .shared_memory = nbcc_shared_memory,
                           .root = root < 0 ? 0 : root};
         nbc_program *prog;
         if (compile_program(lib, s, &a, &prog, &d) != COMPILE_OK) {
