@@ -8,12 +8,14 @@
 
 static const char *const usage_dump =
     "usage: nbcc dump NAME|FILE --p P [--rank R] [--count N] [--type T] [--inplace]\n"
-    "                 [--noncommutative] [--root R] [--schedule NAME]\n"
+    "                 [--noncommutative] [--root R] [--schedule NAME] [--no-shared-memory]\n"
     "\n"
     "Compiles a schedule (a built-in name, or the first schedule implementing a collective in\n"
     "FILE, or --schedule NAME from it) for P processes and prints the program of rank R, or of\n"
     "every rank when --rank is left out: one instruction a line with its round, opcode, peer,\n"
     "buffer, byte offset, length, source buffer and offset, and the schedule line it came from.\n"
+    "Another rank's buffer reads recv@1 (its peer is the instruction's); SIGNAL -> 1 tells rank\n"
+    "1, WAIT <- 1 waits for rank 1's signal.\n"
     "  --count N          elements (default 8)\n"
     "  --type T           int8 char int16 short int int32 float int64 long double long_double\n"
     "                     (default int)\n"
