@@ -28,7 +28,7 @@ static int check_schedule(const sched_lib *lib, const sched_def *s)
             for (int flags = 0; flags < 4 && !bad; flags++)
                 for (int64_t r = 0; r < p && !bad; r++) {
                     compile_args a = {.p = p, .rank = r, .count = counts[c], .esize = 8, .max_insns = nbcc_max_insns,
-                                      .inplace = flags & 1, .commutative = !(flags & 2)};
+                                      .shared_memory = nbcc_shared_memory, .inplace = flags & 1, .commutative = !(flags & 2)};
                     nbc_program *prog = NULL;
                     int rc = compile_program(lib, s, &a, &prog, &d);
                     if (rc == COMPILE_OK && verify_program(s, prog, &a)) rc = COMPILE_ERROR;
