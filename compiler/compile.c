@@ -26,6 +26,8 @@ typedef struct {
     int slot;
     int writable;
     const char *buf;     /* the view's buffer name, for messages */
+    int peer;            /* view: the rank whose buffer it is (sendbuf@r), -1 for this rank's */
+    int insend;          /* view: lies in the in-place sendbuf (sendbuf@r moves with r's place) */
 } value;
 
 typedef struct {
@@ -53,6 +55,9 @@ typedef struct {
     int in_round, pending;     /* pending: a local-only round waits to join the next one */
     size_t group_start;
     uint32_t group_comms, max_comms;
+    uint32_t group_flags;      /* SIGNAL/WAIT in the round: like messages, they make it a round */
+    int shared;                /* emitted a peer operand or a flag: PROG_SHARED */
+    int coll;                  /* the collective of the top schedule: its buffers' shapes */
 
     int64_t scratch, rtmp;     /* elements */
     uint64_t steps, max_steps;
@@ -125,7 +130,7 @@ static value vint(int64_t x) { return (value){.k = V_INT, .a = x}; }
 
 static value view(int slot, int64_t len, int writable, const char *buf)
 {
-    return (value){.k = V_VIEW, .a = 0, .b = len, .slot = slot, .writable = writable, .buf = buf};
+    return (value){.k = V_VIEW, .a = 0, .b = len, .slot = slot, .writable = writable, .buf = buf, .peer = -1};
 }
 
 /* ---- expressions ---- */
@@ -314,6 +319,8 @@ static value index_view(ev *e, const node *n)
     return base;
 }
 
+static value peer_view(ev *e, const node *n);
+
 static value eval(ev *e, const node *n)
 {
     switch (n->kind) {
@@ -343,8 +350,32 @@ static value eval(ev *e, const node *n)
     case N_COND: return eval_int(e, n->a) ? eval(e, n->b) : eval(e, n->c);
     case N_FUNC: return func(e, n);
     case N_INDEX: return index_view(e, n);
+    case N_PEER: return peer_view(e, n);
     default: fail(e, n->at, "not an expression");
     }
+}
+
+/* sendbuf@r, recvbuf@r: what sendbuf or recvbuf names here, but in rank r's buffers (sizes
+ * as this rank's). Rank r's own is simply the buffer, so loops over all ranks read naturally. */
+static value peer_view(ev *e, const node *n)
+{
+    if (!same(n->name, "sendbuf") && !same(n->name, "recvbuf"))
+        fail(e, n->at, "only sendbuf and recvbuf of another rank can be named ('%s@...')", n->name);
+    value v = lookup(e, n->name)->v;
+    int64_t r = eval_int(e, n->a);
+    if (r < 0 || r >= e->args->p)
+        fail(e, n->a->at, "rank %lld is outside 0..%lld", (long long)r, (long long)(e->args->p - 1));
+    if (r == e->args->rank) return v;
+    if (v.slot != SLOT_SEND && v.slot != SLOT_RECV)
+        fail(e, n->at, "'%s' is %s here, not the call's buffer: only the call's buffers of another rank can be named", n->name, v.buf);
+    if (v.insend) { /* in place, sendbuf lies in recvbuf where the collective puts rank r's part */
+        const compile_args *a = e->args;
+        coll_shape mine = collective_shape((nbc_collective)e->coll, a->p, a->rank, a->root, a->count, 1);
+        coll_shape theirs = collective_shape((nbc_collective)e->coll, a->p, r, a->root, a->count, 1);
+        v.a = v.a - mine.inplace_send_off + theirs.inplace_send_off;
+    }
+    v.peer = (int)r;
+    return v;
 }
 
 /* ---- instructions ---- */
@@ -357,32 +388,66 @@ static int fused(ev *e, const nbc_insn *r, const node *at)
     if (e->n == 0 || e->n - 1 < e->group_start) return 0;
     nbc_insn *c = &e->insns[e->n - 1];
     if (c->op != OP_COPY || c->a_slot != r->a_slot || c->a_off != r->a_off || c->len != r->len) return 0;
+    /* one instruction names the buffers of at most one other rank (and a must be the same one) */
+    if (c->peer >= 0 && r->peer >= 0 && c->peer != r->peer) return 0;
+    int32_t peer = c->peer >= 0 ? c->peer : r->peer;
     /* instruction() keeps each one's operands disjoint, so the three are: no aliasing */
-    *c = (nbc_insn){.op = OP_COMBINE, .a_slot = r->a_slot, .b_slot = r->b_slot, .c_slot = c->b_slot, .peer = -1,
+    *c = (nbc_insn){.op = OP_COMBINE, .a_slot = r->a_slot, .b_slot = r->b_slot, .c_slot = c->b_slot, .peer = peer,
                     .a_off = r->a_off, .b_off = r->b_off, .c_off = c->b_off, .len = r->len};
     e->locs[e->n - 1] = (nbc_srcloc){(uint32_t)at->at.line, (uint32_t)at->at.col}; /* the reduction's place */
     return 1;
 }
 
+static void needs_shared_memory(ev *e, const node *at)
+{
+    if (!e->args->shared_memory) fail(e, at->at, "needs ranks that share memory: requires shared_memory");
+}
+
+static void push(ev *e, const node *at, const nbc_insn *in);
+
 static void emit(ev *e, const node *at, int op, int32_t peer, const value *a, const value *b)
 {
     step(e, at->at);
     int64_t es = e->args->esize;
+    /* operands in another rank's buffers: that rank is the instruction's peer (errors first,
+     * so that they do not depend on the count) */
+    uint8_t aslot = (uint8_t)a->slot, bslot = (uint8_t)(b ? b->slot : 0);
+    if (a->peer >= 0 || (b && b->peer >= 0)) {
+        if (prog_opinfo((unsigned)op)->message)
+            fail(e, at->at, "a message moves this rank's own buffers: send and recv cannot name another rank's");
+        if (a->peer >= 0 && b && b->peer >= 0 && a->peer != b->peer)
+            fail(e, at->at, "one instruction can name the buffers of one other rank");
+        needs_shared_memory(e, at);
+        peer = a->peer >= 0 ? a->peer : b->peer;
+        if (a->peer >= 0) aslot |= SLOT_PEER;
+        if (b && b->peer >= 0) bslot |= SLOT_PEER;
+    }
     if (a->b == 0) return; /* zero-length: both sides of a message skip it alike */
-    if (op == OP_COPY && a->slot == b->slot && a->a == b->a) return; /* in place: nothing to do */
-    nbc_insn in = {.op = (uint8_t)op, .a_slot = (uint8_t)a->slot, .b_slot = (uint8_t)(b ? b->slot : 0), .peer = peer,
+    if (op == OP_COPY && a->slot == b->slot && a->peer == b->peer && a->a == b->a) return; /* in place: nothing to do */
+    nbc_insn in = {.op = (uint8_t)op, .a_slot = aslot, .b_slot = bslot, .peer = peer,
                    .a_off = (uint64_t)mul(e, at->at, a->a, es), .b_off = b ? (uint64_t)mul(e, at->at, b->a, es) : 0,
                    .len = (uint64_t)mul(e, at->at, a->b, es)};
-    if (op == OP_REDUCE && fused(e, &in, at)) return;
+    if (op == OP_REDUCE && fused(e, &in, at)) {
+        e->shared |= peer >= 0;
+        return;
+    }
+    push(e, at, &in);
+}
+
+static void push(ev *e, const node *at, const nbc_insn *in)
+{
+    const nbc_opinfo *info = prog_opinfo(in->op);
     if (e->n >= e->max_insns)
         fail(e, at->at, "the program would hold more than %llu instructions (the limit: NBC_MAX_INSNS raises it)",
              (unsigned long long)e->max_insns);
     e->insns = grow(e, e->insns, &e->cap, e->n + 1, sizeof *e->insns);
     e->locs = grow(e, e->locs, &e->lcap, e->n + 1, sizeof *e->locs);
-    e->insns[e->n] = in;
+    e->insns[e->n] = *in;
     e->locs[e->n] = (nbc_srcloc){(uint32_t)at->at.line, (uint32_t)at->at.col};
     e->n++;
-    if (prog_opinfo((unsigned)op)->message) e->group_comms++;
+    e->group_comms += info->message;
+    e->group_flags += info->flag;
+    e->shared |= info->flag || (!info->message && in->peer >= 0);
 }
 
 static value eval_view(ev *e, const node *n, int write)
@@ -396,13 +461,25 @@ static value eval_view(ev *e, const node *n, int write)
 /* Views lie within buffers of at most COMPILE_MAX_BYTES: these sums cannot overflow. */
 static int overlap(const value *x, const value *y)
 {
-    return x->slot == y->slot && x->a < y->a + y->b && y->a < x->a + x->b;
+    return x->slot == y->slot && x->peer == y->peer && x->a < y->a + y->b && y->a < x->a + x->b;
 }
 
 static void instruction(ev *e, const node *n)
 {
-    static const char *const what[] = {[N_SEND] = "send", [N_RECV] = "recv", [N_COPY] = "copy", [N_REDUCE] = "reduce"};
+    static const char *const what[] = {[N_SEND] = "send", [N_RECV] = "recv", [N_COPY] = "copy", [N_REDUCE] = "reduce",
+                                       [N_SIGNAL] = "signal", [N_WAIT] = "wait"};
     if (!e->in_round) fail(e, n->at, "'%s' must be inside a round", what[n->kind]);
+    if (n->kind == N_SIGNAL || n->kind == N_WAIT) { /* no data: no length, no operands */
+        step(e, n->at);
+        int64_t peer = eval_int(e, n->a);
+        if (peer < 0 || peer >= e->args->p || peer == e->args->rank)
+            fail(e, n->a->at, "%s to rank %lld: it must be another rank, in 0..%lld", what[n->kind], (long long)peer,
+                 (long long)(e->args->p - 1));
+        needs_shared_memory(e, n);
+        nbc_insn in = {.op = n->kind == N_SIGNAL ? OP_SIGNAL : OP_WAIT, .peer = (int32_t)peer};
+        push(e, n, &in);
+        return;
+    }
     if (n->kind == N_SEND || n->kind == N_RECV) {
         value v = eval_view(e, n->a, n->kind == N_RECV);
         int64_t peer = eval_int(e, n->b);
@@ -425,7 +502,7 @@ static void instruction(ev *e, const node *n)
         emit(e, n, OP_REDUCE, -1, &dst, &src);   /* dst = src ⊕ dst */
     } else {
         /* dst = dst ⊕ src with an order-sensitive op: t = src; t = dst ⊕ t; dst = t */
-        value t = {.k = V_VIEW, .a = 0, .b = src.b, .slot = SLOT_RTMP};
+        value t = {.k = V_VIEW, .a = 0, .b = src.b, .slot = SLOT_RTMP, .peer = -1};
         if (src.b > e->rtmp) e->rtmp = src.b;
         emit(e, n, OP_COPY, -1, &t, &src);
         emit(e, n, OP_REDUCE, -1, &t, &dst);
@@ -440,7 +517,7 @@ static void run(ev *e, const node *list);
 static void close_round(ev *e)
 {
     if (e->n == e->group_start) return;
-    if (e->group_comms == 0) { /* local work only: it runs at the start of the next round */
+    if (e->group_comms == 0 && e->group_flags == 0) { /* local work only: it runs at the start of the next round */
         e->pending = 1;
         return;
     }
@@ -449,6 +526,7 @@ static void close_round(ev *e)
     if (e->group_comms > e->max_comms) e->max_comms = e->group_comms;
     e->pending = 0;
     e->group_comms = 0;
+    e->group_flags = 0;
 }
 
 static void call(ev *e, const node *n);
@@ -512,7 +590,7 @@ static void statement(ev *e, const node *n)
         e->in_round = 0;
         close_round(e);
         return;
-    case N_SEND: case N_RECV: case N_COPY: case N_REDUCE: instruction(e, n); return;
+    case N_SEND: case N_RECV: case N_COPY: case N_REDUCE: case N_SIGNAL: case N_WAIT: instruction(e, n); return;
     case N_CALL: call(e, n); return;
     default: fail(e, n->at, "not a statement");
     }
@@ -541,6 +619,7 @@ static void define_builtins(ev *e, int64_t count, value sendbuf, value recvbuf, 
     define(e, "commutative", vint(a->commutative), 1, none);
     define(e, "root", vint(a->root), 1, none);
     define(e, "nbufs", vint(a->nbufs), 1, none);
+    define(e, "shared_memory", vint(a->shared_memory != 0), 1, none);
     define(e, "sendbuf", sendbuf, 1, none);
     define(e, "recvbuf", recvbuf, 1, none);
 }
@@ -691,7 +770,8 @@ static void define_top(ev *e, const sched_def *s, int with_rank)
     int c = s->collective ? collective_from_name(s->collective) : COLL_ALLREDUCE;
     coll_shape sh = collective_shape((nbc_collective)c, a->p, a->rank, a->root, a->count, a->inplace);
     value sb = view(a->inplace ? SLOT_RECV : SLOT_SEND, sh.send_len, 0, "sendbuf");
-    if (a->inplace) sb.a = sh.inplace_send_off;
+    if (a->inplace) sb.a = sh.inplace_send_off, sb.insend = 1;
+    e->coll = c;
     value rb = view(SLOT_RECV, sh.recv_len, 1, "recvbuf");
     define_builtins(e, a->count, sb, rb, with_rank);
 }
@@ -743,7 +823,8 @@ static nbc_program *assemble(ev *e, const sched_def *s)
     if (!p) fail_status(e, COMPILE_NOMEM);
     *p = (nbc_program){.bytes = bytes, .scratch = (uint64_t)scratch,
                        .ninsns = (uint32_t)e->n, .nrounds = (uint32_t)e->nrounds,
-                       .max_round_comms = e->max_comms, .esize = (uint32_t)es};
+                       .max_round_comms = e->max_comms, .esize = (uint32_t)es,
+                       .flags = e->shared ? PROG_SHARED : 0};
     snprintf(p->name, sizeof p->name, "%s", s->name);
     nbc_insn *in = prog_insns(p);
     if (e->n == 0) { /* nothing to do, as with count 0 */

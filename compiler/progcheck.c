@@ -83,6 +83,9 @@ static touches touched(const nbc_insn *in)
     touches t = {0};
     const nbc_opinfo *op = prog_opinfo(in->op);
     for (int k = 0; k < 3; k++) {
+        /* another rank's buffer is not one this rank's messages use: its order with the
+         * peer's own work comes from SIGNAL and WAIT, which nbcc verify checks */
+        if (prog_operand_slot(in, k) & SLOT_PEER) continue;
         uint64_t off = prog_operand_off(in, k);
         access x = {(int)prog_operand_slot(in, k), off, off + in->len};
         if (op->reads >> k & 1 && t.nrd < 2) t.rd[t.nrd++] = x;
@@ -108,7 +111,15 @@ int prog_fault_at(prog_fault *f, uint32_t pc, uint32_t other, const char *fmt, .
     return 1;
 }
 
-static int check_insn(const nbc_program *prog, uint32_t pc, int64_t p, const uint64_t *slot_bytes, int nslots, prog_fault *f)
+/* The other rank an instruction names (a message's, a flag's or its peer operands' owner): in
+ * 0..p-1 and, for a flag or a peer operand, not this rank (rank < 0: not known). */
+static int bad_peer(const nbc_insn *in, int64_t p, int64_t rank, int self_ok)
+{
+    return in->peer < 0 || in->peer >= p || (!self_ok && in->peer == rank);
+}
+
+static int check_insn(const nbc_program *prog, uint32_t pc, int64_t p, int64_t rank, const uint64_t *slot_bytes, int nslots,
+                      prog_fault *f)
 {
     char name[3][24];
     const nbc_insn *in = &prog_insns(prog)[pc];
@@ -116,13 +127,30 @@ static int check_insn(const nbc_program *prog, uint32_t pc, int64_t p, const uin
     const char *op = info->name;
     uint64_t es = prog->esize;
     if (in->op >= OP_COUNT_) return prog_fault_at(f, pc, UINT32_MAX, "unknown opcode %u", in->op);
+    if (info->flag) { /* no data: a peer and nothing else */
+        if (in->len != 0) return prog_fault_at(f, pc, UINT32_MAX, "%s of %" PRIu64 " bytes (a flag carries none)", op, in->len);
+        if (bad_peer(in, p, rank, 0))
+            return prog_fault_at(f, pc, UINT32_MAX, "%s names peer %d, not another rank in 0..%" PRId64, op, in->peer, p - 1);
+        return 0;
+    }
     if (in->len == 0) return prog_fault_at(f, pc, UINT32_MAX, "%s of zero length (programs never hold those)", op);
     unsigned uses = prog_operands(in->op);
-    const uint8_t slots[3] = {in->a_slot, in->b_slot, in->c_slot};
+    const uint8_t raw[3] = {in->a_slot, in->b_slot, in->c_slot};
+    unsigned slots[3]; /* the slot indices, SLOT_PEER off: what arrays are indexed with */
     const uint64_t offs[3] = {in->a_off, in->b_off, in->c_off};
+    int peers = 0;
     for (int k = 0; k < 3; k++) {
         if (!(uses >> k & 1)) continue;
-        if (slots[k] >= nslots) return prog_fault_at(f, pc, UINT32_MAX, "%s names buffer slot %u, which does not exist", op, slots[k]);
+        slots[k] = SLOT_INDEX(raw[k]);
+        if (slots[k] >= (unsigned)nslots) return prog_fault_at(f, pc, UINT32_MAX, "%s names buffer slot %u, which does not exist", op, slots[k]);
+        if (raw[k] & SLOT_PEER) {
+            if (slots[k] != SLOT_SEND && slots[k] != SLOT_RECV)
+                return prog_fault_at(f, pc, UINT32_MAX, "%s names another rank's %s: only its send and receive buffers can be named", op,
+                                     prog_buffer_name((int)slots[k], name[k], sizeof name[k]));
+            if (info->message)
+                return prog_fault_at(f, pc, UINT32_MAX, "%s of another rank's buffer (a message moves this rank's own)", op);
+            peers++;
+        }
         if (offs[k] % es || in->len % es)
             return prog_fault_at(f, pc, UINT32_MAX, "%s at byte %" PRIu64 ", %" PRIu64 " bytes long, is not aligned to the %" PRIu64 "-byte elements",
                          op, offs[k], in->len, es);
@@ -131,15 +159,19 @@ static int check_insn(const nbc_program *prog, uint32_t pc, int64_t p, const uin
                          info->writes >> k & 1 ? "writes" : "reads", offs[k], offs[k] + in->len,
                          prog_buffer_name(slots[k], name[k], sizeof name[k]), slot_bytes[slots[k]]);
     }
-    if (info->message && (in->peer < 0 || in->peer >= p))
+    if (info->message && bad_peer(in, p, rank, 1))
         return prog_fault_at(f, pc, UINT32_MAX, "%s names peer %d, outside 0..%" PRId64, op, in->peer, p - 1);
+    if (!info->message && peers && bad_peer(in, p, rank, 0))
+        return prog_fault_at(f, pc, UINT32_MAX, "%s names the buffers of peer %d, not another rank in 0..%" PRId64, op, in->peer, p - 1);
+    if (!info->message && !peers && in->peer != -1)
+        return prog_fault_at(f, pc, UINT32_MAX, "%s names peer %d but no buffer of it (-1 when none)", op, in->peer);
     /* memcpy and the kernels need disjoint operands: the written one, a, against b and c; a
      * copy onto itself is merely useless */
     int same = 0;
     for (int k = 1; k < 3; k++)
-        same |= (uses >> k & 1) && slots[k] == in->a_slot && in->a_off < offs[k] + in->len && offs[k] < in->a_off + in->len;
+        same |= (uses >> k & 1) && raw[k] == raw[0] && in->a_off < offs[k] + in->len && offs[k] < in->a_off + in->len;
     if (same && !(in->op == OP_COPY && in->a_off == in->b_off))
-        return prog_fault_at(f, pc, UINT32_MAX, "%s reads and writes overlapping bytes of %s", op, prog_buffer_name(in->a_slot, name[0], sizeof name[0]));
+        return prog_fault_at(f, pc, UINT32_MAX, "%s reads and writes overlapping bytes of %s", op, prog_buffer_name((int)slots[0], name[0], sizeof name[0]));
     return 0;
 }
 
@@ -168,13 +200,36 @@ static int race(const nbc_program *prog, uint32_t first, uint32_t pc, const acce
     return 1;
 }
 
+/* PROG_SHARED says exactly that the program names a peer's buffers or raises or waits for flags:
+ * the runtime runs such a program only after its agreement, and any other without it. */
+static int shared(const nbc_insn *in)
+{
+    unsigned uses = prog_operands(in->op);
+    int peer_operand = 0;
+    for (int k = 0; k < 3; k++) peer_operand |= (uses >> k & 1) && (prog_operand_slot(in, k) & SLOT_PEER);
+    return prog_opinfo(in->op)->flag || peer_operand;
+}
+
 int prog_check(const nbc_program *prog, int64_t p, const uint64_t *slot_bytes, int nslots, prog_fault *f)
+{
+    return prog_check_rank(prog, p, -1, slot_bytes, nslots, f);
+}
+
+int prog_check_rank(const nbc_program *prog, int64_t p, int64_t rank, const uint64_t *slot_bytes, int nslots, prog_fault *f)
 {
     const uint32_t *rounds = prog_rounds(prog);
     if (rounds[0] != 0 || rounds[prog->nrounds] != prog->ninsns)
         return prog_fault_at(f, 0, UINT32_MAX, "round table does not cover the %u instructions", prog->ninsns);
-    for (uint32_t pc = 0; pc < prog->ninsns; pc++)
-        if (check_insn(prog, pc, p, slot_bytes, nslots, f)) return 1;
+    uint32_t first_shared = UINT32_MAX;
+    for (uint32_t pc = 0; pc < prog->ninsns; pc++) {
+        if (check_insn(prog, pc, p, rank, slot_bytes, nslots, f)) return 1;
+        if (first_shared == UINT32_MAX && shared(&prog_insns(prog)[pc])) first_shared = pc;
+    }
+    if (first_shared != UINT32_MAX && !(prog->flags & PROG_SHARED))
+        return prog_fault_at(f, first_shared, UINT32_MAX, "%s names another rank on this node, but the program is not marked PROG_SHARED",
+                             prog_opcode_name(prog_insns(prog)[first_shared].op));
+    if (first_shared == UINT32_MAX && (prog->flags & PROG_SHARED))
+        return prog_fault_at(f, 0, UINT32_MAX, "the program is marked PROG_SHARED but names no other rank's buffer and no flag");
 
     span_set reading[NBC_MAX_SLOTS] = {{0}}, writing[NBC_MAX_SLOTS] = {{0}};
     int rc = 0;

@@ -24,6 +24,10 @@ typedef struct {
  * then a multi-buffer call's other buffers). Returns 0, or 1 with *f filled in, or -1 when out
  * of memory. */
 int prog_check(const nbc_program *prog, int64_t p, const uint64_t *slot_bytes, int nslots, prog_fault *f);
+/* The same for the program of `rank`, which also rejects a flag or a peer operand naming the
+ * rank itself (prog_check, not knowing it, cannot). */
+int prog_check_rank(const nbc_program *prog, int64_t p, int64_t rank, const uint64_t *slot_bytes, int nslots,
+                    prog_fault *f);
 /* Fills in *f (not a race) and returns 1: `return prog_fault_at(f, pc, other, "...", ...)`. */
 int prog_fault_at(prog_fault *f, uint32_t pc, uint32_t other, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* "recvbuf", "scratch", "bufs(2)", ... */

@@ -65,5 +65,5 @@ int prog_verify(const nbc_program *prog, nbc_collective c, const compile_args *a
     if (well_formed(prog, a, f)) return 1;
     uint64_t bytes[NBC_MAX_SLOTS];
     int nslots = prog_slot_bytes(prog, c, a, bytes);
-    return prog_check(prog, a->p, bytes, nslots, f);
+    return prog_check_rank(prog, a->p, a->rank, bytes, nslots, f);
 }

@@ -15,6 +15,7 @@ typedef enum {
     N_COND,     /* a ? b : c */
     N_FUNC,     /* name(args...): a builtin such as min, log2 or block */
     N_INDEX,    /* a[b] (b an int or a range) or a[b : c] */
+    N_PEER,     /* name@a: buffer `name` (sendbuf or recvbuf) of rank a */
     /* statements */
     N_LET,      /* let name = a */
     N_ASSIGN,   /* name = a */
@@ -27,6 +28,8 @@ typedef enum {
     N_RECV,     /* recv a from b */
     N_COPY,     /* copy a to b */
     N_REDUCE,   /* reduce a += b (op '+') or reduce a =+ b (op '=') */
+    N_SIGNAL,   /* signal a: tell rank a (on this node) */
+    N_WAIT,     /* wait a: the round ends after rank a's matching signal */
     N_CALL,     /* call name(args...) where each arg is an N_ARG */
     N_ARG,      /* name = a, in a call */
 } node_kind;

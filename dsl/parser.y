@@ -65,14 +65,14 @@ static node *mk(parse_ctx *ctx, node_kind k, parse_loc at, node *a, node *b, nod
 %token KW_ORDERED "'ordered'" KW_PARAM "'param'" KW_LET "'let'" KW_SCRATCH "'scratch'" KW_FOR "'for'" KW_IN "'in'"
 %token KW_WHILE "'while'" KW_NEXT "'next'" KW_IF "'if'" KW_ELSE "'else'" KW_ROUND "'round'"
 %token KW_SEND "'send'" KW_TO "'to'" KW_RECV "'recv'" KW_FROM "'from'" KW_COPY "'copy'"
-%token KW_REDUCE "'reduce'" KW_CALL "'call'"
+%token KW_REDUCE "'reduce'" KW_CALL "'call'" KW_SIGNAL "'signal'" KW_WAIT "'wait'"
 %token T_EQ "'=='" T_NE "'!='" T_LE "'<='" T_GE "'>='" T_SHL "'<<'" T_SHR "'>>'"
 %token T_AND "'&&'" T_OR "'||'" T_PLUSEQ "'+='" T_EQPLUS "'=+'" T_DOTDOT "'..'"
 %token T_NOMEM "out of memory"
 %token <num> T_NUM "number"
 %token <str> T_ID "identifier"
 
-%type <n> stmts stmt block if_stmt args arglist arg expr exprs exprlist params requires
+%type <n> stmts stmt block if_stmt args arglist arg expr exprs exprlist params requires primary
 %type <s> schedule
 %type <str> implements
 %type <num> ordered
@@ -163,6 +163,8 @@ stmt
     | KW_COPY expr KW_TO expr ';'    { $$ = MK(N_COPY, @1, $2, $4, NULL); }
     | KW_REDUCE expr T_PLUSEQ expr ';' { $$ = MK(N_REDUCE, @1, $2, $4, NULL); $$->op = '+'; }
     | KW_REDUCE expr T_EQPLUS expr ';' { $$ = MK(N_REDUCE, @1, $2, $4, NULL); $$->op = '='; }
+    | KW_SIGNAL expr ';'             { $$ = MK(N_SIGNAL, @1, $2, NULL, NULL); }
+    | KW_WAIT expr ';'               { $$ = MK(N_WAIT, @1, $2, NULL, NULL); }
     | KW_CALL T_ID '(' args ')' ';'  { $$ = MK(N_CALL, @2, $4, NULL, NULL); $$->name = $2; }
     | ';'                            { $$ = NULL; }
     | error ';'                      { $$ = NULL; if (ctx->d->errors >= 20) YYABORT; }
@@ -204,6 +206,7 @@ expr
     | T_ID                   { $$ = MK(N_VAR, @1, NULL, NULL, NULL); $$->name = $1; }
     | '(' expr ')'           { $$ = $2; }
     | T_ID '(' exprs ')'     { $$ = MK(N_FUNC, @1, $3, NULL, NULL); $$->name = $1; }
+    | T_ID '@' primary       { $$ = MK(N_PEER, @1, $3, NULL, NULL); $$->name = $1; }
     | expr '[' expr ']'      { $$ = MK(N_INDEX, @2, $1, $3, NULL); }
     | expr '[' expr ':' expr ']' { $$ = MK(N_INDEX, @2, $1, $3, $5); }
     | '-' expr %prec UMINUS  { $$ = MK(N_UNARY, @1, $2, NULL, NULL); $$->op = '-'; }
@@ -228,6 +231,13 @@ expr
     | expr T_SHR expr        { $$ = MK(N_BINARY, @2, $1, $3, NULL); $$->op = OPR_SHR; }
     | expr T_AND expr        { $$ = MK(N_BINARY, @2, $1, $3, NULL); $$->op = OPR_AND; }
     | expr T_OR expr         { $$ = MK(N_BINARY, @2, $1, $3, NULL); $$->op = OPR_OR; }
+    ;
+
+/* what `@` takes: sendbuf@r[mine] is (sendbuf@r)[mine], sendbuf@(p - 1) needs parentheses */
+primary
+    : T_NUM                  { $$ = MK(N_NUM, @1, NULL, NULL, NULL); $$->num = $1; }
+    | T_ID                   { $$ = MK(N_VAR, @1, NULL, NULL, NULL); $$->name = $1; }
+    | '(' expr ')'           { $$ = $2; }
     ;
 
 %%

@@ -2,6 +2,41 @@
 
 #include <string.h>
 
+/* Where an operand is: in this rank's buffer, or (SLOT_PEER) in the instruction's peer's. */
+static inline char *operand(const interp_state *st, unsigned slot, uint64_t off, int32_t peer)
+{
+    return (slot & SLOT_PEER ? st->shared->peer_base[peer][SLOT_INDEX(slot)] : st->base[slot]) + off;
+}
+
+/* SIGNAL: a release store, so that everything this rank wrote before it is visible to the
+ * peer that sees the flag. */
+static void raise_flag(interp_shared *sh, int peer)
+{
+    __atomic_store_n(sh->raise[peer], sh->stamp + ++sh->raised[peer], __ATOMIC_RELEASE);
+}
+
+static void arm_wait(interp_shared *sh, int peer)
+{
+    sh->awaited[peer]++;
+    for (int i = 0; i < sh->nwaiting; i++)
+        if (sh->waiting[i] == peer) return;
+    sh->waiting[sh->nwaiting++] = peer;
+}
+
+/* Whether every WAIT of the round has seen its SIGNAL (an acquire load: what the peer wrote
+ * before raising it is visible after). */
+static int waits_done(interp_shared *sh)
+{
+    for (int i = 0; i < sh->nwaiting;) {
+        int peer = sh->waiting[i];
+        if (__atomic_load_n(sh->seen[peer], __ATOMIC_ACQUIRE) >= sh->stamp + sh->awaited[peer])
+            sh->waiting[i] = sh->waiting[--sh->nwaiting];
+        else
+            i++;
+    }
+    return sh->nwaiting == 0;
+}
+
 /* Issues the instructions of the current round. */
 static int issue_round(interp_state *st)
 {
@@ -11,7 +46,7 @@ static int issue_round(interp_state *st)
     int esize = (int)p->esize;
     st->nreqs = 0;
     for (; in < end; in++) {
-        char *a = st->base[in->a_slot] + in->a_off;
+        char *a = operand(st, in->a_slot, in->a_off, in->peer);
         int n = (int)(in->len / (uint64_t)esize);
         int rc = MPI_SUCCESS;
         switch (in->op) {
@@ -22,21 +57,29 @@ static int issue_round(interp_state *st)
             rc = MPI_Irecv(a, n, st->datatype, in->peer, st->tag, st->comm, &st->reqs[st->nreqs++]);
             break;
         case OP_COPY:
-            memcpy(a, st->base[in->b_slot] + in->b_off, in->len);
+            memcpy(a, operand(st, in->b_slot, in->b_off, in->peer), in->len);
             break;
         case OP_REDUCE:
             if (st->kernel)
-                st->kernel->reduce(a, st->base[in->b_slot] + in->b_off, (size_t)n);
+                st->kernel->reduce(a, operand(st, in->b_slot, in->b_off, in->peer), (size_t)n);
             else
-                rc = MPI_Reduce_local(st->base[in->b_slot] + in->b_off, a, n, st->datatype, st->op);
+                rc = MPI_Reduce_local(operand(st, in->b_slot, in->b_off, in->peer), a, n, st->datatype, st->op);
             break;
-        case OP_COMBINE:
+        case OP_COMBINE: {
+            char *b = operand(st, in->b_slot, in->b_off, in->peer), *c = operand(st, in->c_slot, in->c_off, in->peer);
             if (st->kernel) {
-                st->kernel->combine(a, st->base[in->b_slot] + in->b_off, st->base[in->c_slot] + in->c_off, (size_t)n);
+                st->kernel->combine(a, b, c, (size_t)n);
             } else {
-                memcpy(a, st->base[in->c_slot] + in->c_off, in->len);
-                rc = MPI_Reduce_local(st->base[in->b_slot] + in->b_off, a, n, st->datatype, st->op);
+                memcpy(a, c, in->len);
+                rc = MPI_Reduce_local(b, a, n, st->datatype, st->op);
             }
+            break;
+        }
+        case OP_SIGNAL:
+            raise_flag(st->shared, in->peer);
+            break;
+        case OP_WAIT:
+            arm_wait(st->shared, in->peer);
             break;
         }
         if (rc != MPI_SUCCESS) return rc;
@@ -88,7 +131,9 @@ int interp_step(interp_state *st, int may_issue)
                 break;
             }
             if (!done) return moved ? INTERP_MOVED : INTERP_WAITING;
+            st->nreqs = 0; /* completed: nothing of this round is left to cancel */
         }
+        if (st->shared && st->shared->nwaiting && !waits_done(st->shared)) return moved ? INTERP_MOVED : INTERP_WAITING;
         st->round++;
         st->posted = 0;
         moved = 1;

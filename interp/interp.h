@@ -5,12 +5,31 @@
 #define NBC_INTERP_H
 
 #include <mpi.h>
+#include <stdint.h>
 #include "program.h"
 #include "reduce.h"
+
+/* Ranks one shared program can involve (runtime/shm.c refuses larger communicators). */
+#define NBC_SHM_MAX_RANKS 64
+
+/* What a program with PROG_SHARED needs besides this rank's own buffers; runtime/shm.c fills
+ * it in once the ranks have agreed to run it. Flags count up from `stamp` in each call, so a
+ * flag of an earlier call on the same lines is never mistaken for this one's. */
+typedef struct {
+    char *peer_base[NBC_SHM_MAX_RANKS][2];        /* each rank's send and receive buffer, mapped here */
+    uint64_t *raise[NBC_SHM_MAX_RANKS];           /* the flag this rank raises for that one */
+    const uint64_t *seen[NBC_SHM_MAX_RANKS];      /* the flag that rank raises for this one */
+    uint64_t stamp;
+    uint32_t raised[NBC_SHM_MAX_RANKS];           /* SIGNALs raised for each rank so far */
+    uint32_t awaited[NBC_SHM_MAX_RANKS];          /* WAITs on each rank issued so far */
+    int waiting[NBC_SHM_MAX_RANKS];               /* the ranks the current round still waits on */
+    int nwaiting;
+} interp_shared;
 
 typedef struct {
     const nbc_program *prog;
     char *base[NBC_MAX_SLOTS]; /* the buffers behind the slots */
+    interp_shared *shared;     /* PROG_SHARED programs only, else NULL */
     MPI_Comm comm;
     int tag;
     MPI_Datatype datatype;

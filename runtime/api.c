@@ -47,6 +47,7 @@ static int init_locked(void)
     nbc_rt.life.initialized = 1;
     thread_init();
     int rc = settings_read();
+    if (rc == MPI_SUCCESS) rc = shm_init();
     if (rc == MPI_SUCCESS) rc = comm_init();
     if (rc == MPI_SUCCESS) rc = programs_init();
     if (rc == MPI_SUCCESS)
@@ -198,6 +199,14 @@ int nbc_waitall(int count, nbc_request requests[])
         thread_leave();                                                     \
         return rc_;                                                         \
     } while (0)
+
+int nbc_alloc_mem(MPI_Aint size, void *baseptr)
+{
+    if (size < 0) return nbc_fail(MPI_ERR_ARG, "nbc_alloc_mem: size %ld is negative", (long)size); /* the message is per thread */
+    NBC_PUBLIC(shm_alloc((size_t)size, baseptr));
+}
+
+int nbc_free_mem(void *base) { NBC_PUBLIC(shm_free(base)); }
 
 /* Under the lock; the request is NBC_REQUEST_NULL whenever the call fails. */
 static int start_call(const call *c, nbc_request *request)

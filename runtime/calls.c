@@ -111,6 +111,30 @@ static int check_call(const call *c, int size, int rank, MPI_Aint *esize, const 
     return MPI_SUCCESS;
 }
 
+/* The two programs of a call that may run through shared memory: the shared one (allreduce_shm,
+ * or a forced schedule that needs shared memory) and the messages' one, which runs when the
+ * ranks' agreement declines (a buffer not from nbc_alloc_mem). Without a shared program
+ * (a forced schedule of messages, or allreduce_shm refusing the call) *shm is NULL. */
+static int shared_programs(nbc_collective coll, compile_args *args, cache_entry **entry, cache_entry **shm)
+{
+    int rc;
+    compile_args shared = *args;
+    shared.shared_memory = 1;
+    *shm = NULL;
+    if (nbc_rt.sel.forced[coll].ch.s) {
+        if ((rc = programs_for_call(coll, &shared, NULL, entry))) return rc;
+        if (!(cache_entry_program(*entry)->flags & PROG_SHARED)) return MPI_SUCCESS;
+        *shm = *entry;
+        rc = programs_for_call(coll, args, "", entry); /* what the rules choose */
+    } else {
+        if (programs_for_shared(&shared, shm) != MPI_SUCCESS) *shm = NULL; /* the same on every rank */
+        nbc_clear_error();
+        rc = programs_for_call(coll, args, NULL, entry);
+    }
+    if (rc && *shm) cache_release(nbc_rt.sel.programs, *shm);
+    return rc;
+}
+
 /* A request for the call, not started: everything but its tag. chunk_bytes > 0 cuts a
  * large commutative allreduce into rounds of that many bytes (the segmented ring), so that
  * a request of higher priority waits at most one such round. */
@@ -144,17 +168,25 @@ int call_prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out)
         snprintf(spec, sizeof spec, "allreduce_segmented_ring:segsize=%lld", (long long)chunk_bytes);
         chunked = spec;
     }
-    cache_entry *entry;
-    if ((rc = programs_for_call(c->coll, &args, chunked, &entry))) return rc;
-    const nbc_program *prog = cache_entry_program(entry);
-    if (nbc_rt.env.trace > 1) trace_call(c->fn, &args, prog);
+    cache_entry *entry, *shm_entry = NULL;
+    if (!chunked && shm_eligible(cs, c->coll)) {
+        if ((rc = shared_programs(c->coll, &args, &entry, &shm_entry))) return rc;
+    } else if ((rc = programs_for_call(c->coll, &args, chunked, &entry))) {
+        return rc;
+    }
+    const nbc_program *prog = cache_entry_program(entry), *shm_prog = shm_entry ? cache_entry_program(shm_entry) : NULL;
+    if (nbc_rt.env.trace > 1) trace_call(c->fn, &args, shm_prog ? shm_prog : prog);
 
-    struct nbc_req *r = req_get(prog->scratch, (int)prog->max_round_comms);
+    struct nbc_req *r = shm_prog ? req_get(prog->scratch > shm_prog->scratch ? prog->scratch : shm_prog->scratch,
+                                           (int)(prog->max_round_comms > shm_prog->max_round_comms ? prog->max_round_comms : shm_prog->max_round_comms))
+                                 : req_get(prog->scratch, (int)prog->max_round_comms);
     if (!r) {
         cache_release(nbc_rt.sel.programs, entry);
+        if (shm_entry) cache_release(nbc_rt.sel.programs, shm_entry);
         return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
     }
     r->entry = entry;
+    r->shm_entry = shm_entry;
     r->cs = cs;
     comm_hold(cs);
     r->st = (interp_state){.prog = prog, .comm = MPI_COMM_NULL,
@@ -179,6 +211,16 @@ void call_launch(struct nbc_req *r)
     r->st.nreqs = 0;
     r->st.err = MPI_SUCCESS;
     r->error[0] = '\0';
+    if (r->shm_entry && r->any_order) { /* flags and channels follow the calls' order */
+        cache_release(nbc_rt.sel.programs, r->shm_entry);
+        r->shm_entry = NULL;
+    }
+    if (r->shm_entry) {
+        r->st.prog = cache_entry_program(r->entry);
+        r->st.shared = NULL;
+        r->shm_seq = r->cs->seq;
+        r->shm_chosen = r->shm_published = 0;
+    }
     if (r->any_order) {
         r->st.tag = (int)(r->id % (r->cs->tag_space - STALL_TAGS));
     } else {

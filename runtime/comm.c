@@ -28,6 +28,7 @@ static void destroy_state(comm_state *cs)
     /* a duplication still pending is completed: the other ranks started it too */
     if (cs->pending != MPI_REQUEST_NULL) MPI_Wait(&cs->pending, MPI_STATUS_IGNORE);
     if (cs->any_pending != MPI_REQUEST_NULL) MPI_Wait(&cs->any_pending, MPI_STATUS_IGNORE);
+    shm_comm_free(cs);
     MPI_Comm_free(&cs->dup);
     if (cs->any != MPI_COMM_NULL) MPI_Comm_free(&cs->any);
     free(cs);

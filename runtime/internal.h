@@ -35,6 +35,7 @@ struct comm_state {
     uint32_t any_ids;     /* any-order requests made on it so far: the next one's tag */
     int refs;             /* requests that use it: it outlives MPI_Comm_free until they end */
     struct nbc_req *persistent; /* its any-order requests, for stall reports */
+    struct shm_comm *shm; /* shared memory with its ranks (shm.c), from the first call that may use it */
     comm_state *prev, *next;
 };
 int comm_init(void);
@@ -88,6 +89,13 @@ struct nbc_req {
     char name[48];          /* nbc_name, or "" */
     call_signature sig;
     struct nbc_check *check; /* NBC_CHECK: the agreement before the program, or NULL */
+    /* shared memory (shm.c): a call that may take the shared path has both programs, and its
+     * ranks agree on one before running it */
+    cache_entry *shm_entry;  /* the shared program, or NULL: entry is the only one */
+    uint64_t shm_seq;        /* the call's number on its communicator: its channel and flags */
+    int shm_chan;            /* the channel it holds, or -1 */
+    int shm_published, shm_chosen;
+    interp_shared *shm;      /* what the shared program needs (kept with the pooled request) */
     char error[256];        /* why it failed, when it did (nbc_request_error) */
     struct nbc_req *prev, *next;       /* in the active list (by priority), or the pool */
     struct nbc_req *live_prev, *live_next; /* every request the application holds */
@@ -147,6 +155,8 @@ int programs_force(nbc_collective coll, const char *name);
 /* The program for a call: from the cache, or chosen, compiled and cached. spec, when not NULL,
  * names the schedule to use ("name:param=value"), as a forced schedule would. */
 int programs_for_call(nbc_collective coll, const compile_args *args, const char *spec, cache_entry **out);
+/* The shared-memory program of an allreduce (args->shared_memory set): allreduce_shm. */
+int programs_for_shared(const compile_args *args, cache_entry **out);
 /* The bodies of nbc_load_schedules, nbc_set_schedule, nbc_set_selection, nbc_load_tuning and
  * nbc_get_cache_stats. */
 int programs_load_schedules(const char *path);

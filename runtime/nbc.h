@@ -107,6 +107,14 @@ int nbc_request_free(nbc_request *request);
 /* Changes a persistent request's priority; it takes effect at its next start. */
 int nbc_set_priority(nbc_request request, int priority);
 
+/* Memory that the ranks of one node can share (like MPI_Alloc_mem; *(void **)baseptr receives
+ * the address). An allreduce whose send and receive buffers come from here on every rank of
+ * a communicator on one node reduces straight out of the peers' memory instead of sending
+ * messages (docs/shared-memory.md); any other buffer works as before. When sharing is off
+ * (NBC_SHM=0, ranks on several nodes) it is plain memory. Free it with nbc_free_mem. */
+int nbc_alloc_mem(MPI_Aint size, void *baseptr);
+int nbc_free_mem(void *base);
+
 /* A thread that drives every request, so the application need not call nbc_test (on: 1, off:
  * 0). Needs MPI_THREAD_MULTIPLE. NBC_PROGRESS_THREAD=1 starts it at nbc_init. */
 int nbc_progress_thread(int on);

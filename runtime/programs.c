@@ -151,6 +151,8 @@ static int verified(nbc_program *prog, nbc_collective coll, const compile_args *
                     name, f.pc, f.msg);
 }
 
+static int program_with(nbc_collective coll, const compile_args *call, const forcing *f, cache_entry **out);
+
 int programs_for_call(nbc_collective coll, const compile_args *call, const char *spec, cache_entry **out)
 {
     forcing own;
@@ -158,7 +160,23 @@ int programs_for_call(nbc_collective coll, const compile_args *call, const char 
         int rc = parse_forcing(coll, spec, &own);
         if (rc != MPI_SUCCESS) return rc;
     }
-    const forcing *f = spec ? &own : &nbc_rt.sel.forced[coll];
+    return program_with(coll, call, spec ? &own : &nbc_rt.sel.forced[coll], out);
+}
+
+/* The shared program of an allreduce on one node: allreduce_shm (built in, or a loaded
+ * schedule of that name), looked up again whenever the library or the selection changes. */
+int programs_for_shared(const compile_args *call, cache_entry **out)
+{
+    if (nbc_rt.sel.shared_generation != nbc_rt.sel.generation + 1) {
+        int rc = parse_forcing(COLL_ALLREDUCE, "allreduce_shm", &nbc_rt.sel.shared);
+        if (rc != MPI_SUCCESS) return rc;
+        nbc_rt.sel.shared_generation = nbc_rt.sel.generation + 1;
+    }
+    return program_with(COLL_ALLREDUCE, call, &nbc_rt.sel.shared, out);
+}
+
+static int program_with(nbc_collective coll, const compile_args *call, const forcing *f, cache_entry **out)
+{
     const sched_def *s = f->ch.s;
     compile_args with_params = *call;
     with_params.max_insns = nbc_rt.env.max_insns;
@@ -170,7 +188,7 @@ int programs_for_call(nbc_collective coll, const compile_args *call, const char 
     }
     cache_key key = {.schedule = s ? f->identity : nbc_rt.sel.auto_key[coll],
                      .p = a->p, .rank = a->rank, .count = a->count, .esize = a->esize,
-                     .flags = (a->inplace ? 1 : 0) | (a->commutative ? 2 : 0) | a->nbufs << 8, .root = a->root,
+                     .flags = (a->inplace ? 1 : 0) | (a->commutative ? 2 : 0) | (a->shared_memory ? 4 : 0) | a->nbufs << 8, .root = a->root,
                      .param = f->param_hash};
     *out = cache_acquire(nbc_rt.sel.programs, &key);
     if (*out) return MPI_SUCCESS;

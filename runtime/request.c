@@ -85,6 +85,7 @@ static void live_remove(struct nbc_req *r)
 static void destroy(struct nbc_req *r)
 {
     free(r->scratch);
+    free(r->shm);
     free(r->reqs);
     free(r->statuses);
     free(r);
@@ -123,11 +124,21 @@ struct nbc_req *req_get(size_t scratch, int nreqs)
     r->timeout_mark = 0, r->timeout_since_ns = 0;
     r->name[0] = r->error[0] = '\0';
     r->check = NULL;
+    r->shm_entry = NULL;
+    r->shm_chan = -1;
     live_add(r);
     return r;
 oom:
     destroy(r);
     return NULL;
+}
+
+static void release_programs(struct nbc_req *r)
+{
+    shm_end(r);
+    if (r->entry) cache_release(nbc_rt.sel.programs, r->entry);
+    if (r->shm_entry) cache_release(nbc_rt.sel.programs, r->shm_entry);
+    r->entry = r->shm_entry = NULL;
 }
 
 void req_release(struct nbc_req *r)
@@ -140,8 +151,7 @@ void req_release(struct nbc_req *r)
     live_remove(r);
     check_free(r);
     stall_forget(r);
-    if (r->entry) cache_release(nbc_rt.sel.programs, r->entry);
-    r->entry = NULL;
+    release_programs(r);
     if (r->cs && r->any_order) comm_remove_any(r->cs, r);
     if (r->cs) comm_drop(r->cs);
     r->cs = NULL;
@@ -176,8 +186,9 @@ const char *req_error(struct nbc_req *r)
     return r->error;
 }
 
-/* A request runs once its communicator's private duplicate exists, and (NBC_CHECK) once the
- * ranks agreed that they run the same collective. */
+/* A request runs once its communicator's private duplicate exists, (NBC_CHECK) once the
+ * ranks agreed that they run the same collective, and (shared memory) once they agreed on
+ * which of its two programs they run. */
 static int step(struct nbc_req *r, int may_issue)
 {
     if (r->st.err != MPI_SUCCESS && r->st.comm == MPI_COMM_NULL) return INTERP_DONE; /* timed out in setup */
@@ -190,8 +201,17 @@ static int step(struct nbc_req *r, int may_issue)
         check_free(r);
         if (r->st.err != MPI_SUCCESS) return INTERP_DONE;
     }
+    if (r->shm_entry && !r->shm_chosen) {
+        if (r->st.err != MPI_SUCCESS) return INTERP_DONE; /* timed out while agreeing */
+        int rc = shm_agree(r);
+        if (rc < 0) return INTERP_DONE;
+        if (rc == 0) return INTERP_WAITING;
+    }
     int s = interp_step(&r->st, may_issue);
-    if (s == INTERP_DONE && r->st.err != MPI_SUCCESS) failure_describe(r);
+    if (s == INTERP_DONE) {
+        if (r->st.err != MPI_SUCCESS) failure_describe(r);
+        shm_end(r);
+    }
     return s;
 }
 
@@ -270,8 +290,7 @@ void req_finalize(void)
         }
         check_free(r);
         stall_forget(r);
-        if (r->entry) cache_release(nbc_rt.sel.programs, r->entry);
-        r->entry = NULL;
+        release_programs(r);
         if (r->cs && r->any_order) comm_remove_any(r->cs, r);
         if (r->cs) comm_drop(r->cs);
         r->cs = NULL;

@@ -53,6 +53,7 @@ int settings_read(void)
         bad = env_text(var, &s->forced[c], err, sizeof err);
     }
     if (bad) return nbc_fail(MPI_ERR_ARG, "%s", err);
+    s->local_ranks = local;
     s->spin_ns = (long)spin_us * 1000;
     s->preempt_ns = (long)preempt_us * 1000;
     s->trace = (int)trace;

@@ -14,6 +14,7 @@
 
 #include "internal.h"
 #include "selection.h"
+#include "shm.h"
 
 /* The environment, read once at nbc_init (settings.c, through env.c's strict parser). */
 typedef struct {
@@ -28,6 +29,7 @@ typedef struct {
     int progress_thread;                 /* NBC_PROGRESS_THREAD */
     const char *schedule_path, *tuning, *model_file, *select; /* NULL when unset */
     const char *forced[COLL_COUNT_];     /* NBC_ALLREDUCE and its siblings */
+    long local_ranks;                    /* ranks on this node, as the launcher says; 0: unknown */
 } nbc_settings;
 
 /* A forced schedule, with what its calls' cache keys need computed once, off the call path. */
@@ -59,6 +61,7 @@ typedef struct {
         int finalize_keyval;         /* on MPI_COMM_SELF: MPI_Finalize shuts us down */
     } life;
     nbc_settings env; /* settings.c */
+    shm_process shm;  /* shm.c: the segment outlives nbc_finalize (nbc_alloc_mem's blocks live in it) */
     struct { /* comm.c */
         int keyval;                  /* our state on the application's communicators */
         comm_state *all;
@@ -78,6 +81,8 @@ typedef struct {
         uint64_t generation;         /* bumped whenever the library or the selection changes */
         uint64_t auto_key[COLL_COUNT_]; /* the cache key's schedule under automatic selection */
         uint64_t auto_generation;
+        forcing shared;              /* allreduce_shm, for programs_for_shared */
+        uint64_t shared_generation;  /* generation + 1 when `shared` was looked up */
         rule_table *rules;
         select_mode mode;
         sim_model model;

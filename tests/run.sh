@@ -170,6 +170,10 @@ done
 for p in 1 2 3 5; do
     ASAN_OPTIONS=detect_leaks=0 suite "mpi_runtime p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_runtime"
 done
+# allreduce through shared memory (nbc_alloc_mem buffers), and its fallback to messages
+for p in $4; do
+    ASAN_OPTIONS=detect_leaks=0 suite "mpi_shm p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_shm"
+done
 for p in $5; do
     ASAN_OPTIONS=detect_leaks=0 suite "mpi_collectives p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_collectives"
 done

@@ -310,6 +310,89 @@ static void fusion(void)
     diag_free(&d);
 }
 
+/* Shared memory: sendbuf@r and recvbuf@r name rank r's buffers (SLOT_PEER, the instruction's
+ * peer), signal and wait emit flags, and either makes the program PROG_SHARED. */
+static void shared_memory(void)
+{
+    const char *text =
+        "schedule s implements allreduce\n"
+        "    requires shared_memory\n"
+        "{\n"
+        "    round {\n"
+        "        copy sendbuf@1[0 : 2] to recvbuf[0 : 2];\n"
+        "        reduce recvbuf[0 : 2] =+ sendbuf@rank[0 : 2];\n" /* fused: one peer */
+        "        copy sendbuf@2[2 : 4] to recvbuf[2 : 4];\n"
+        "        reduce recvbuf[2 : 4] =+ sendbuf@1[2 : 4];\n"    /* two peers: not fused */
+        "        copy recvbuf[0 : 4] to recvbuf@(p - 1)[0 : 4];\n"
+        "        signal 1; wait 2;\n"
+        "    }\n"
+        "}\n";
+    diag d;
+    nbc_program *prog = NULL;
+    compile_args a = {.p = 3, .rank = 0, .count = 4, .esize = 8, .commutative = 1, .shared_memory = 1};
+    int rc = compile_text("shm.nbs", text, "s", &a, &prog, &d);
+    const nbc_insn *in = prog ? prog_insns(prog) : NULL;
+    result(rc == 0 && prog->ninsns == 6 && prog->nrounds == 1 && prog->flags == PROG_SHARED && prog->max_round_comms == 0 &&
+               in[0].op == OP_COMBINE && in[0].peer == 1 && in[0].a_slot == SLOT_RECV && in[0].b_slot == SLOT_SEND &&
+               in[0].c_slot == (SLOT_SEND | SLOT_PEER) &&
+               in[1].op == OP_COPY && in[1].peer == 2 && in[1].b_slot == (SLOT_SEND | SLOT_PEER) &&
+               in[2].op == OP_REDUCE && in[2].peer == 1 && in[2].b_slot == (SLOT_SEND | SLOT_PEER) &&
+               in[3].op == OP_COPY && in[3].peer == 2 && in[3].a_slot == (SLOT_RECV | SLOT_PEER) && in[3].b_slot == SLOT_RECV &&
+               in[4].op == OP_SIGNAL && in[4].peer == 1 && in[4].len == 0 && in[5].op == OP_WAIT && in[5].peer == 2,
+           "peer operands, one peer per COMBINE, signal and wait, PROG_SHARED", "rc %d, %s", rc, d.text ? d.text : "wrong program");
+    free(prog);
+    diag_free(&d);
+
+    /* a rank's own buffer by number is simply its buffer; in place, sendbuf@r is where r's input
+     * lies in r's recvbuf (allgather: block r) */
+    const char *own =
+        "schedule g implements allgather\n"
+        "{\n"
+        "    round { copy sendbuf@rank to recvbuf@rank[0 : count]; }\n"
+        "    round { copy sendbuf@2 to recvbuf[count : 2 * count]; signal 2; }\n"
+        "}\n";
+    a = (compile_args){.p = 3, .rank = 1, .count = 4, .esize = 8, .commutative = 1, .shared_memory = 1, .inplace = 1};
+    prog = NULL;
+    rc = compile_text("own.nbs", own, "g", &a, &prog, &d);
+    in = prog ? prog_insns(prog) : NULL;
+    result(rc == 0 && prog->ninsns == 3 && in[0].peer == -1 && in[0].a_slot == SLOT_RECV && in[0].b_slot == SLOT_RECV &&
+               in[0].b_off == 32 && in[1].peer == 2 && in[1].b_slot == (SLOT_RECV | SLOT_PEER) && in[1].b_off == 64,
+           "sendbuf@rank is the own buffer; in place, sendbuf@r lies at r's place in r's recvbuf", "rc %d, %s", rc,
+           d.text ? d.text : "wrong program");
+    free(prog);
+    diag_free(&d);
+
+    static const struct {
+        const char *what, *stmt, *says;
+    } bad[] = {
+        {"a signal to itself", "round { signal rank; }", "shm.nbs:3:20: error: signal to rank 1: it must be another rank, in 0..2"},
+        {"a wait on no rank", "round { wait p; }", "shm.nbs:3:18: error: wait to rank 3"},
+        {"a buffer other than sendbuf and recvbuf", "scratch t[count]; round { copy t@2 to recvbuf; }",
+         "only sendbuf and recvbuf of another rank can be named ('t@...')"},
+        {"a peer outside 0..p-1", "round { copy sendbuf@3 to recvbuf; }", "shm.nbs:3:26: error: rank 3 is outside 0..2"},
+        {"two peers in one instruction", "round { copy sendbuf@0 to recvbuf@2; }",
+         "one instruction can name the buffers of one other rank"},
+        {"a message of a peer's buffer", "round { send sendbuf@0 to 0; }", "send and recv cannot name another rank's"},
+        {"writing a peer's sendbuf", "round { copy recvbuf to sendbuf@0; }", "'sendbuf' is read-only"},
+        {"a peer buffer without shared memory", "round { copy sendbuf@0 to recvbuf; }",
+         "needs ranks that share memory: requires shared_memory"},
+        {"a flag without shared memory", "round { signal 0; }", "needs ranks that share memory"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char src[400];
+        snprintf(src, sizeof src, "schedule b implements allreduce\n{\n    %s\n}\n", bad[i].stmt);
+        a = (compile_args){.p = 3, .rank = 1, .count = 4, .esize = 8, .commutative = 1,
+                           .shared_memory = strstr(bad[i].says, "share memory") == NULL};
+        prog = NULL;
+        rc = compile_text("shm.nbs", src, "b", &a, &prog, &d);
+        char name[160];
+        snprintf(name, sizeof name, "the compiler refuses %s", bad[i].what);
+        result(rc == COMPILE_ERROR && d.text && strstr(d.text, bad[i].says), name, "rc %d: %s", rc, d.text ? d.text : "");
+        free(prog);
+        diag_free(&d);
+    }
+}
+
 /* Nothing crashes or leaks (the sanitizer build checks the leaks), whatever the input. */
 static void hostile(void)
 {
@@ -408,6 +491,7 @@ int main(int argc, char **argv)
     program_shapes();
     features();
     fusion();
+    shared_memory();
     hostile();
     return failures ? 1 : 0;
 }

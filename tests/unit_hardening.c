@@ -127,6 +127,78 @@ static void verifier(const sched_lib *lib)
     diag_free(&d);
 }
 
+/* allreduce_shm at p = 3, rank 1, count 10: COMBINE (peer 2), REDUCE (peer 0), COPY to recv@0,
+ * COPY to recv@2, SIGNAL 0, SIGNAL 2, WAIT 0, WAIT 2. */
+static const compile_args shm_call = {.p = 3, .rank = 1, .count = 10, .esize = 4, .commutative = 1, .shared_memory = 1};
+static nbc_insn *peer_copy(nbc_program *p) { return first(p, OP_COPY); }
+static void peer_slot_unknown(nbc_program *p) { peer_copy(p)->a_slot = SLOT_PEER | 9; }
+static void peer_scratch(nbc_program *p) { peer_copy(p)->a_slot = SLOT_PEER | SLOT_SCRATCH; p->scratch = 64; }
+static void peer_message(nbc_program *p) { peer_copy(p)->op = OP_SEND; p->max_round_comms = 1; }
+static void peer_outside_p(nbc_program *p) { peer_copy(p)->peer = 3; }
+static void peer_self(nbc_program *p) { peer_copy(p)->peer = 1; }
+static void peer_without_operand(nbc_program *p) { first(p, OP_COMBINE)->c_slot = SLOT_SEND; }
+static void peer_past_end(nbc_program *p) { peer_copy(p)->a_off = 32; }
+static void flag_with_length(nbc_program *p) { first(p, OP_SIGNAL)->len = 4; }
+static void flag_to_self(nbc_program *p) { first(p, OP_WAIT)->peer = 1; }
+static void flag_outside_p(nbc_program *p) { first(p, OP_SIGNAL)->peer = -1; }
+static void not_marked_shared(nbc_program *p) { p->flags = 0; }
+
+static void verifier_shared(const sched_lib *lib)
+{
+    diag d;
+    diag_init(&d);
+    nbc_program *good = NULL;
+    compile_args a = shm_call;
+    int rc = compile_program(lib, lib_find(lib, "allreduce_shm"), &a, &good, &d);
+    prog_fault f;
+    result(rc == COMPILE_OK && prog_verify(good, COLL_ALLREDUCE, &a, &f) == 0, "the verifier passes a compiled allreduce_shm",
+           "%s", rc ? (d.text ? d.text : "") : f.msg);
+    diag_free(&d);
+    if (rc != COMPILE_OK) return;
+    static const struct {
+        const char *name;
+        corruption corrupt;
+        const char *says;
+    } cases[] = {
+        {"a peer operand of an unknown slot", peer_slot_unknown, "slot 9"},
+        {"a peer's scratch", peer_scratch, "only its send and receive buffers"},
+        {"a message of a peer's buffer", peer_message, "a message moves this rank's own"},
+        {"a peer operand of rank p", peer_outside_p, "peer 3, not another rank"},
+        {"a peer operand of the rank itself", peer_self, "peer 1, not another rank"},
+        {"a peer and no peer operand", peer_without_operand, "but no buffer of it"},
+        {"a peer operand past the buffer's end", peer_past_end, "bytes long"},
+        {"a flag with a length", flag_with_length, "a flag carries none"},
+        {"a flag to the rank itself", flag_to_self, "WAIT names peer 1"},
+        {"a flag to rank -1", flag_outside_p, "SIGNAL names peer -1"},
+        {"peer operands and flags without PROG_SHARED", not_marked_shared, "not marked PROG_SHARED"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        nbc_program *p = malloc(good->bytes);
+        memcpy(p, good, good->bytes);
+        cases[i].corrupt(p);
+        char name[160];
+        snprintf(name, sizeof name, "the verifier refuses %s", cases[i].name);
+        memset(&f, 0, sizeof f);
+        rc = prog_verify(p, COLL_ALLREDUCE, &a, &f);
+        result(rc == 1 && strstr(f.msg, cases[i].says) && !f.race, name, "rc %d: %s", rc, f.msg);
+        free(p);
+    }
+    free(good);
+
+    /* PROG_SHARED on a program with no peer operand and no flag */
+    diag_init(&d);
+    a = ring_call;
+    rc = compile_program(lib, lib_find(lib, "allreduce_ring"), &a, &good, &d);
+    if (rc == COMPILE_OK) {
+        good->flags |= PROG_SHARED;
+        rc = prog_verify(good, COLL_ALLREDUCE, &a, &f);
+        result(rc == 1 && strstr(f.msg, "marked PROG_SHARED but"), "the verifier refuses PROG_SHARED on a program without peers",
+               "rc %d: %s", rc, f.msg);
+        free(good);
+    }
+    diag_free(&d);
+}
+
 /* ---- the compiler at the limits ---- */
 
 static void compiler_limits(void)
@@ -268,6 +340,7 @@ int main(void)
 {
     sched_lib *lib = builtins();
     verifier(lib);
+    verifier_shared(lib);
     compiler_limits();
     parser_limits();
     rule_limits(lib);

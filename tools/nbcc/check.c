@@ -9,7 +9,7 @@
 #include "nbcc.h"
 
 static const char *const usage_check =
-    "usage: nbcc check FILE|DIR...\n"
+    "usage: nbcc check [--no-shared-memory] FILE|DIR...\n"
     "\n"
     "Parses each file (a directory stands for its *.nbs files) and compiles every schedule in\n"
     "it that implements a collective, for p = 1..8, every rank, several counts, in place and\n"
@@ -28,7 +28,7 @@ static int check_schedule(const sched_lib *lib, const sched_def *s)
             for (int flags = 0; flags < 4 && !bad; flags++)
                 for (int64_t r = 0; r < p && !bad; r++) {
                     compile_args a = {.p = p, .rank = r, .count = counts[c], .esize = 8, .max_insns = nbcc_max_insns,
-                                      .inplace = flags & 1, .commutative = !(flags & 2)};
+                                      .shared_memory = nbcc_shared_memory, .inplace = flags & 1, .commutative = !(flags & 2)};
                     nbc_program *prog = NULL;
                     int rc = compile_program(lib, s, &a, &prog, &d);
                     if (rc == COMPILE_OK && verify_program(s, prog, &a)) rc = COMPILE_ERROR;
@@ -100,9 +100,12 @@ int nbcc_check(int argc, char **argv)
         fputs(usage_check, stdout);
         return 0;
     }
-    if (argc < 2) return nbcc_usage_error("name at least one file or directory");
+    nbcc_opts o = {0};
+    int status = nbcc_options(argc, argv, "", &o); /* --no-shared-memory only */
+    if (status >= 0) return status;
+    if (o.rest >= argc) return nbcc_usage_error("name at least one file or directory");
     int errors = 0;
-    for (int i = 1; i < argc; i++) {
+    for (int i = o.rest; i < argc; i++) {
         struct stat st;
         if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) errors += check_dir(argv[i]);
         else errors += check_file(argv[i]);

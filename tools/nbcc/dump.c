@@ -8,18 +8,21 @@
 
 static const char *const usage_dump =
     "usage: nbcc dump NAME|FILE --p P [--rank R] [--count N] [--type T] [--inplace]\n"
-    "                 [--noncommutative] [--root R] [--schedule NAME]\n"
+    "                 [--noncommutative] [--root R] [--schedule NAME] [--no-shared-memory]\n"
     "\n"
     "Compiles a schedule (a built-in name, or the first schedule implementing a collective in\n"
     "FILE, or --schedule NAME from it) for P processes and prints the program of rank R, or of\n"
     "every rank when --rank is left out: one instruction a line with its round, opcode, peer,\n"
     "buffer, byte offset, length, source buffer and offset, and the schedule line it came from.\n"
+    "Another rank's buffer reads recv@1 (its peer is the instruction's); SIGNAL -> 1 tells rank\n"
+    "1, WAIT <- 1 waits for rank 1's signal.\n"
     "  --count N          elements (default 8)\n"
     "  --type T           int8 char int16 short int int32 float int64 long double long_double\n"
     "                     (default int)\n"
     "  --inplace          sendbuf is MPI_IN_PLACE\n"
     "  --noncommutative   the op is not commutative\n"
-    "  --root R           the root of a rooted collective (default 0)\n";
+    "  --root R           the root of a rooted collective (default 0)\n"
+    "  --no-shared-memory the ranks cannot map each other's memory (default: they can)\n";
 
 int nbcc_dump(int argc, char **argv)
 {
@@ -54,7 +57,7 @@ int nbcc_dump(int argc, char **argv)
     diag_init(&d);
     for (long long r = rank < 0 ? 0 : rank; r < (rank < 0 ? p : rank + 1) && !rc; r++) {
         compile_args a = {.p = p, .rank = r, .count = count, .esize = esize, .inplace = inplace, .commutative = commutative,
-                          .max_insns = nbcc_max_insns,
+                          .max_insns = nbcc_max_insns, .shared_memory = nbcc_shared_memory,
                           .root = root < 0 ? 0 : root};
         nbc_program *prog;
         if (compile_program(lib, s, &a, &prog, &d) != COMPILE_OK) {

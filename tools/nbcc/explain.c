@@ -63,7 +63,8 @@ int nbcc_explain(int argc, char **argv)
     if (!rc) {
         printf("%s of %lld %s (%lld bytes), p = %lld, op %s%s\n", coll_name, count, type, count * esize, p, op,
                inplace ? ", in place" : "");
-        compile_args a = {.p = p, .count = count, .esize = esize, .inplace = inplace, .commutative = commutative};
+        compile_args a = {.p = p, .count = count, .esize = esize, .inplace = inplace, .commutative = commutative,
+                          .shared_memory = nbcc_shared_memory};
         if (!only || !strcmp(only, "rules")) printf("\nmode rules (built-in):\n");
         if (!only || !strcmp(only, "rules")) select_choose(lib, rules, SELECT_RULES, &m, (nbc_collective)coll, &a, &why);
         fputs(why.text ? why.text : "", stdout);
@@ -73,7 +74,8 @@ int nbcc_explain(int argc, char **argv)
                 rc = -1;
             } else {
                 printf("\nmode rules (with %s):\n", tuning);
-                compile_args b = {.p = p, .count = count, .esize = esize, .inplace = inplace, .commutative = commutative};
+                compile_args b = {.p = p, .count = count, .esize = esize, .inplace = inplace, .commutative = commutative,
+                          .shared_memory = nbcc_shared_memory};
                 select_choose(lib, rules, SELECT_RULES, &m, (nbc_collective)coll, &b, &why);
                 fputs(why.text ? why.text : "", stdout);
             }
@@ -84,7 +86,8 @@ int nbcc_explain(int argc, char **argv)
         fflush(stdout);
         sim_model_print(&m, stdout);
         printf("):\n");
-        compile_args c = {.p = p, .count = count, .esize = esize, .inplace = inplace, .commutative = commutative};
+        compile_args c = {.p = p, .count = count, .esize = esize, .inplace = inplace, .commutative = commutative,
+                          .shared_memory = nbcc_shared_memory};
         select_choose(lib, rules, SELECT_MODEL, &m, (nbc_collective)coll, &c, &why);
         fputs(why.text ? why.text : "", stdout);
     }

@@ -225,7 +225,7 @@ int nbcc_failures(int argc, char **argv)
     nbcc_opts o = {.count = -1, .rank = -1, .round = -1, .esize = 4, .tname = "int"};
     int status = nbcc_options(argc, argv, "p count rank round format type inplace schedule compare o", &o);
     if (status >= 0) return status;
-    compile_args base = {.esize = o.esize, .commutative = 1, .inplace = o.inplace};
+    compile_args base = {.esize = o.esize, .commutative = 1, .inplace = o.inplace, .shared_memory = nbcc_shared_memory};
     const char *p_text = o.p, *format = o.format ? o.format : "text", *path = o.output, *sname = o.schedule;
     long long count = o.count, rank = o.rank, round = o.round;
     int cmp = o.compare, rest = o.rest;

@@ -32,7 +32,11 @@ static const char *const usage_main =
     "NBC_ALLREDUCE and rule files take it (ring: allreduce_ring; an allreduce's first, else\n"
     "the one collective's that has it: dissemination is barrier_dissemination).\n"
     "nbcc help COMMAND, or nbcc COMMAND --help, tells more about each; nbcc --version prints\n"
-    "the version.\n";
+    "the version.\n"
+    "\n"
+    "Every command models ranks on one node, which can map each other's memory (schedules that\n"
+    "require shared_memory compile); --no-shared-memory, after the command, models ranks that\n"
+    "cannot.\n";
 
 
 static const struct {

@@ -30,6 +30,10 @@ int nbcc_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
 int nbcc_bad_collective(const char *name); /* names the valid ones; returns 2 */
 
 /* ---- options: one table for every subcommand, each accepting the ones it names ---- */
+/* Whether the ranks of the calls nbcc compiles share memory (compile_args.shared_memory): 1,
+ * one node, unless --no-shared-memory, which every subcommand accepts. Every compile_args that
+ * nbcc builds takes it from here (nbcc_options puts it in params too). */
+extern int nbcc_shared_memory;
 typedef struct {
     /* numbers, parsed as they are read (a bad one exits with status 2); the subcommand sets
      * their defaults before parsing */

@@ -54,8 +54,11 @@ static void add_param(compile_args *a, char *text)
     a->params[a->nparams++].value = number("--param", eq + 1);
 }
 
-/* Every option of every subcommand. */
+int nbcc_shared_memory = 1; /* nbcc models one node */
+
+/* Every option of every subcommand (and --no-shared-memory, which all take: see nbcc.h). */
 static const struct option all[] = {
+    {"no-shared-memory", no_argument, 0, 'H'},
     {"p", required_argument, 0, 'p'},          {"count", required_argument, 0, 'c'},
     {"counts", required_argument, 0, 'C'},     {"rank", required_argument, 0, 'r'},
     {"root", required_argument, 0, 'R'},       {"round", required_argument, 0, 'k'},
@@ -86,7 +89,7 @@ int nbcc_options(int argc, char **argv, const char *accepted, nbcc_opts *o)
     struct option opts[NALL + 1];
     int n = 0;
     for (int i = 0; i < NALL; i++)
-        if (takes(accepted, all[i].name)) opts[n++] = all[i];
+        if (i == 0 || takes(accepted, all[i].name)) opts[n++] = all[i];
     opts[n] = (struct option){0, 0, 0, 0};
     const char *shorts = takes(accepted, "o") ? ":o:" : ":";
     optind = 1;
@@ -121,6 +124,7 @@ int nbcc_options(int argc, char **argv, const char *accepted, nbcc_opts *o)
         case 'Z': o->sizes = optarg; break;
         case 'E': o->reps = number("--reps", optarg); break;
         case 'o': o->output = optarg; break;
+        case 'H': nbcc_shared_memory = 0; break;
         default: { /* '?' or ':' (shorts starts with ':'), told in our own words */
             const char *opt = argv[optind - 1];
             return c == ':' ? nbcc_usage_error("%s wants a value", opt) : nbcc_usage_error("unknown option '%s'", opt);
@@ -128,6 +132,7 @@ int nbcc_options(int argc, char **argv, const char *accepted, nbcc_opts *o)
         }
     }
     o->rest = optind;
+    o->params.shared_memory = nbcc_shared_memory;
     return -1;
 }
 
@@ -140,4 +145,5 @@ void nbcc_set_call(compile_args *a, int64_t p, int64_t count, int64_t esize, int
     a->root = root;
     a->inplace = inplace;
     a->commutative = commutative;
+    a->shared_memory = nbcc_shared_memory;
 }

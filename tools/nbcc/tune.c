@@ -93,7 +93,7 @@ static int tune_candidates(const sched_lib *lib, char names[][96], int max)
  * nbc_set_schedule ("name" or "name:param=value,..."); "" when none is eligible. */
 static void builtin_choice(const sched_lib *lib, const rule_table *rules, int p, int n, char *spec, size_t size)
 {
-    compile_args a = {.p = p, .count = n, .esize = 8, .commutative = 1};
+    compile_args a = {.p = p, .count = n, .esize = 8, .commutative = 1, .shared_memory = nbcc_shared_memory};
     sim_model m;
     sim_model_default(&m);
     const sched_def *s = select_choose(lib, rules, SELECT_RULES, &m, COLL_ALLREDUCE, &a, NULL);

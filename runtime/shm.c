@@ -1,0 +1,411 @@
+/* Shared memory between the ranks of one node (docs/shared-memory.md).
+ *
+ * Each process has one segment: a memfd, mapped here and by the peers of every communicator
+ * that attaches (through /proc/PID/fd/FD: the memory has no name, so nothing is left behind
+ * when a process ends). Its heap serves nbc_alloc_mem, and each attached communicator's block:
+ * for each of CHANNELS channels one publication line (a call's buffers, or "declined") and one
+ * flag line per peer. Call number seq of a communicator uses channel seq % CHANNELS, and
+ * waits for the call before it on that channel to end here, so a line is never rewritten while
+ * a peer may still need what it says.
+ *
+ * The agreement, before a shared program runs: a rank publishes its buffers on its line, or
+ * declines when they are not in its segment, and then reads every peer's line. A rank either
+ * declines without reading or reads every line, so all ranks choose alike: the shared program
+ * when every rank published, the messages' program otherwise. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "env.h"
+#include "state.h"
+
+#define CHANNELS 16
+#define HEAP_START 4096
+#define ALIGN 64
+#define MAGIC 0x6e62632d73686d31ull /* "nbc-shm1" */
+#define PUNCH_BYTES (1u << 20)      /* freed spans this large give their pages back */
+
+typedef struct {
+    uint64_t magic, nonce;
+    int64_t pid;
+} seg_header;
+
+typedef struct {          /* a call's buffers, as offsets in its rank's segment; one cache line */
+    uint64_t stamp;       /* seq + 1 once the rest is written */
+    uint64_t declined;    /* this rank runs the messages' program */
+    uint64_t send_off, recv_off, len;
+    uint64_t pad[3];
+} pub_line;
+
+typedef struct {
+    uint64_t value;
+    uint64_t pad[7];
+} flag_line;
+
+typedef struct {          /* what ranks tell each other when a communicator attaches */
+    uint64_t nonce, bytes, block_off;
+    int32_t pid, fd, ok, pad;
+} hello;
+
+struct shm_span {
+    uint64_t off, size;
+    int used;
+    shm_span *next;
+};
+
+struct shm_map {          /* a peer's segment, mapped here once for all communicators */
+    int32_t pid, fd;
+    uint64_t nonce, bytes;
+    char *base;
+    shm_map *next;
+};
+
+enum { ATTACH_NONE, ATTACHING, ATTACHED, SHM_OFF };
+
+struct shm_comm {
+    int state;
+    int taking_part;      /* this rank mapped every peer and has not failed: it may publish */
+    hello mine, *hellos;
+    MPI_Request *reqs;
+    int nreqs;
+    char **seg, **block;  /* [p]: every rank's segment and block, as mapped here */
+    uint64_t *bytes;      /* [p]: their segments' sizes */
+    struct nbc_req *owner[CHANNELS];
+};
+
+/* A communicator's block: pub[CHANNELS], then flag[CHANNELS][p] (the flag raised for rank to). */
+static size_t block_bytes(int p) { return CHANNELS * sizeof(pub_line) + (size_t)CHANNELS * (size_t)p * sizeof(flag_line); }
+static pub_line *pub_of(char *block, int c) { return (pub_line *)(void *)block + c; }
+static uint64_t *flag_of(char *block, int p, int c, int to)
+{
+    return &((flag_line *)(void *)(block + CHANNELS * sizeof(pub_line)) + (size_t)c * (size_t)p + to)->value;
+}
+
+/* ---- the segment and its heap ---- */
+
+static int segment(void)
+{
+    shm_process *s = &nbc_rt.shm;
+    if (s->base) return 1;
+    if (s->failed) return 0;
+    shm_span *all = malloc(sizeof *all);
+    int fd = memfd_create("nbc-shm", MFD_CLOEXEC);
+    void *b = MAP_FAILED;
+    if (all && fd >= 0 && ftruncate(fd, (off_t)s->bytes) == 0)
+        b = mmap(NULL, s->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    uint64_t nonce = 0;
+    if (b == MAP_FAILED || getrandom(&nonce, sizeof nonce, 0) != sizeof nonce) {
+        if (b != MAP_FAILED) munmap(b, s->bytes);
+        if (fd >= 0) close(fd);
+        free(all);
+        s->failed = 1;
+        return 0;
+    }
+    s->fd = fd;
+    s->base = b;
+    s->nonce = nonce;
+    *(seg_header *)b = (seg_header){MAGIC, nonce, getpid()};
+    *all = (shm_span){HEAP_START, s->bytes - HEAP_START, 0, NULL};
+    s->spans = all;
+    return 1;
+}
+
+/* First fit; 0 when nothing fits. */
+static uint64_t heap_alloc(uint64_t size)
+{
+    size = (size + ALIGN - 1) / ALIGN * ALIGN;
+    for (shm_span *at = nbc_rt.shm.spans; at; at = at->next) {
+        if (at->used || at->size < size) continue;
+        if (at->size > size) {
+            shm_span *rest = malloc(sizeof *rest);
+            if (!rest) return 0;
+            *rest = (shm_span){at->off + size, at->size - size, 0, at->next};
+            at->next = rest;
+            at->size = size;
+        }
+        at->used = 1;
+        return at->off;
+    }
+    return 0;
+}
+
+/* Merges with free neighbours; 0 when off starts no block in use. */
+static int heap_free(uint64_t off)
+{
+    shm_span *prev = NULL, *at = nbc_rt.shm.spans;
+    while (at && at->off != off) prev = at, at = at->next;
+    if (!at || !at->used) return 0;
+    if (at->size >= PUNCH_BYTES) /* its pages go back to the system (peers then read zeros) */
+        fallocate(nbc_rt.shm.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)at->off, (off_t)at->size);
+    at->used = 0;
+    shm_span *next = at->next;
+    if (next && !next->used) {
+        at->size += next->size;
+        at->next = next->next;
+        free(next);
+    }
+    if (prev && !prev->used) {
+        prev->size += at->size;
+        prev->next = at->next;
+        free(at);
+    }
+    return 1;
+}
+
+/* Where len bytes at p are in this process's segment, or -1 when they are not. */
+static int64_t segment_offset(const void *p, uint64_t len)
+{
+    const char *base = nbc_rt.shm.base, *at = p;
+    if (!base || at < base + HEAP_START || at > base + nbc_rt.shm.bytes || len > (uint64_t)(base + nbc_rt.shm.bytes - at)) return -1;
+    return at - base;
+}
+
+int shm_alloc(size_t size, void *baseptr)
+{
+    if (!baseptr) return nbc_fail(MPI_ERR_ARG, "nbc_alloc_mem: baseptr is NULL");
+    void *p = NULL;
+    if (size == 0) size = 1;
+    if (nbc_rt.shm.enabled && segment()) {
+        uint64_t off = heap_alloc(size);
+        if (off) p = nbc_rt.shm.base + off;
+    }
+    if (!p) p = malloc(size); /* memory all the same, only not shared */
+    if (!p) return nbc_fail(MPI_ERR_NO_MEM, "nbc_alloc_mem: out of memory (%zu bytes)", size);
+    memcpy(baseptr, &p, sizeof p);
+    return MPI_SUCCESS;
+}
+
+int shm_free(void *base)
+{
+    if (!base) return MPI_SUCCESS;
+    int64_t off = segment_offset(base, 0);
+    if (off < 0) {
+        free(base);
+        return MPI_SUCCESS;
+    }
+    return heap_free((uint64_t)off) ? MPI_SUCCESS
+                                    : nbc_fail(MPI_ERR_ARG, "nbc_free_mem: %p is not the start of a block from nbc_alloc_mem", base);
+}
+
+int shm_init(void)
+{
+    shm_process *s = &nbc_rt.shm;
+    char err[300];
+    int on;
+    uint64_t bytes, phys = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+    if (env_bool("NBC_SHM", 1, &on, err, sizeof err) ||
+        env_uint("NBC_SHM_BYTES", phys > (64u << 20) ? phys : 64u << 20, 1ull << 46, &bytes, err, sizeof err))
+        return nbc_fail(MPI_ERR_ARG, "%s", err);
+    if (bytes < (1u << 20)) return nbc_fail(MPI_ERR_ARG, "NBC_SHM_BYTES: %llu is less than 1 MiB", (unsigned long long)bytes);
+    int world = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    s->enabled = on && (world == 1 || nbc_rt.env.local_ranks == world);
+    if (!s->base) s->bytes = bytes; /* a segment made before a re-initialization keeps its size */
+    return MPI_SUCCESS;
+}
+
+int shm_eligible(const comm_state *cs, int coll)
+{
+    return coll == COLL_ALLREDUCE && nbc_rt.shm.enabled && cs->size > 1 && cs->size <= NBC_SHM_MAX_RANKS;
+}
+
+/* ---- attaching a communicator ---- */
+
+/* A peer's segment, mapped here (once per process); NULL when it cannot be. */
+static char *map_peer(const hello *h)
+{
+    for (shm_map *m = nbc_rt.shm.maps; m; m = m->next)
+        if (m->pid == h->pid && m->fd == h->fd && m->nonce == h->nonce) return m->base;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)h->pid, (int)h->fd);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    void *b = mmap(NULL, h->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (b == MAP_FAILED) return NULL;
+    const seg_header *hd = b;
+    shm_map *m = malloc(sizeof *m);
+    /* another process of that number (another pid namespace) would have another nonce */
+    if (!m || hd->magic != MAGIC || hd->nonce != h->nonce) {
+        munmap(b, h->bytes);
+        free(m);
+        return NULL;
+    }
+    *m = (shm_map){h->pid, h->fd, h->nonce, h->bytes, b, nbc_rt.shm.maps};
+    nbc_rt.shm.maps = m;
+    return b;
+}
+
+static int attach_start(comm_state *cs, struct nbc_req *r)
+{
+    int p = cs->size, me = cs->rank;
+    struct shm_comm *sc = calloc(1, sizeof *sc);
+    if (!sc) return MPI_ERR_NO_MEM;
+    sc->hellos = calloc((size_t)p, sizeof *sc->hellos);
+    sc->reqs = calloc(2 * (size_t)p, sizeof *sc->reqs);
+    sc->seg = calloc((size_t)p, sizeof *sc->seg);
+    sc->block = calloc((size_t)p, sizeof *sc->block);
+    sc->bytes = calloc((size_t)p, sizeof *sc->bytes);
+    if (!sc->hellos || !sc->reqs || !sc->seg || !sc->block || !sc->bytes) {
+        cs->shm = sc;
+        shm_comm_free(cs);
+        return MPI_ERR_NO_MEM;
+    }
+    cs->shm = sc;
+    uint64_t off = segment() ? heap_alloc(block_bytes(p)) : 0;
+    if (off) memset(nbc_rt.shm.base + off, 0, block_bytes(p));
+    sc->mine = (hello){nbc_rt.shm.nonce, nbc_rt.shm.bytes, off, getpid(), nbc_rt.shm.fd, off != 0, 0};
+    sc->state = ATTACHING;
+    for (int q = 0; q < p; q++) {
+        if (q == me) continue;
+        int rc = MPI_Irecv(&sc->hellos[q], sizeof(hello), MPI_BYTE, q, r->st.tag, r->st.comm, &sc->reqs[sc->nreqs++]);
+        if (rc == MPI_SUCCESS) rc = MPI_Isend(&sc->mine, sizeof(hello), MPI_BYTE, q, r->st.tag, r->st.comm, &sc->reqs[sc->nreqs++]);
+        if (rc != MPI_SUCCESS) return rc;
+    }
+    return MPI_SUCCESS;
+}
+
+/* 1 when the communicator is attached (or sharing is off for it), 0 while not yet, < 0 on error. */
+static int attach(comm_state *cs, struct nbc_req *r)
+{
+    struct shm_comm *sc = cs->shm;
+    if (sc && (sc->state == ATTACHED || sc->state == SHM_OFF)) return 1;
+    int rc;
+    if (!sc && (rc = attach_start(cs, r)) != MPI_SUCCESS) return -rc;
+    sc = cs->shm;
+    int done = 0;
+    MPI_Status statuses[2 * NBC_SHM_MAX_RANKS];
+    if ((rc = MPI_Testall(sc->nreqs, sc->reqs, &done, statuses)) != MPI_SUCCESS) return -rc;
+    if (!done) return 0;
+    sc->nreqs = 0;
+    int me = cs->rank;
+    sc->hellos[me] = sc->mine;
+    /* every rank sees every hello: a rank without a segment turns sharing off for all alike */
+    for (int q = 0; q < cs->size; q++)
+        if (!sc->hellos[q].ok) {
+            sc->state = SHM_OFF;
+            return 1;
+        }
+    sc->taking_part = 1;
+    for (int q = 0; q < cs->size; q++) {
+        sc->seg[q] = q == me ? nbc_rt.shm.base : map_peer(&sc->hellos[q]);
+        sc->bytes[q] = sc->hellos[q].bytes;
+        if (!sc->seg[q] || sc->hellos[q].block_off + block_bytes(cs->size) > sc->bytes[q]) {
+            sc->taking_part = 0; /* it declines every call; the others see that on its line */
+            sc->seg[q] = NULL;
+            continue;
+        }
+        sc->block[q] = sc->seg[q] + sc->hellos[q].block_off;
+    }
+    sc->state = ATTACHED;
+    return 1;
+}
+
+void shm_comm_free(comm_state *cs)
+{
+    struct shm_comm *sc = cs->shm;
+    if (!sc) return;
+    for (int i = 0; i < sc->nreqs; i++) /* an attachment the peers never answered */
+        if (sc->reqs[i] != MPI_REQUEST_NULL) {
+            MPI_Cancel(&sc->reqs[i]);
+            MPI_Request_free(&sc->reqs[i]);
+        }
+    /* The block stays allocated: a peer may still be about to read this rank's last flags. */
+    free(sc->hellos);
+    free(sc->reqs);
+    free(sc->seg);
+    free(sc->block);
+    free(sc->bytes);
+    free(sc);
+    cs->shm = NULL;
+}
+
+/* ---- the agreement ---- */
+
+static int choose(struct nbc_req *r, int shared)
+{
+    r->shm_chosen = 1;
+    if (shared) nbc_rt.shm.shared_calls++;
+    else nbc_rt.shm.message_calls++;
+    r->st.prog = cache_entry_program(shared ? r->shm_entry : r->entry);
+    r->st.shared = shared ? r->shm : NULL;
+    return 1;
+}
+
+/* Everything the interpreter needs to run the shared program on channel c. */
+static void fill_shared(struct nbc_req *r, struct shm_comm *sc, int c, const pub_line *const *lines)
+{
+    int p = r->cs->size, me = r->cs->rank;
+    interp_shared *sh = r->shm;
+    for (int q = 0; q < p; q++) {
+        sh->peer_base[q][SLOT_SEND] = q == me ? r->st.base[SLOT_SEND] : sc->seg[q] + lines[q]->send_off;
+        sh->peer_base[q][SLOT_RECV] = q == me ? r->st.base[SLOT_RECV] : sc->seg[q] + lines[q]->recv_off;
+        sh->raise[q] = flag_of(sc->block[me], p, c, q);
+        sh->seen[q] = flag_of(sc->block[q], p, c, me);
+        sh->raised[q] = sh->awaited[q] = 0;
+    }
+    sh->stamp = (r->shm_seq + 1) << 20; /* above every flag of the calls before on this channel */
+    sh->nwaiting = 0;
+}
+
+int shm_agree(struct nbc_req *r)
+{
+    if (r->shm_chosen) return 1;
+    comm_state *cs = r->cs;
+    int rc = attach(cs, r);
+    if (rc < 0) {
+        req_fail(r, -rc, "attaching the communicator's shared memory failed");
+        return rc;
+    }
+    if (rc == 0) return 0;
+    struct shm_comm *sc = cs->shm;
+    if (sc->state == SHM_OFF) return choose(r, 0);
+    int c = (int)(r->shm_seq % CHANNELS);
+    if (sc->owner[c] && sc->owner[c] != r) return 0; /* the call before on this channel is still here */
+    sc->owner[c] = r;
+    r->shm_chan = c;
+    int p = cs->size, me = cs->rank;
+    uint64_t len = (uint64_t)r->sig.count * (uint64_t)r->sig.esize;
+    if (!r->shm_published) {
+        pub_line *mine = pub_of(sc->block[me], c);
+        int64_t send_off = segment_offset(r->st.base[SLOT_SEND], len), recv_off = segment_offset(r->st.base[SLOT_RECV], len);
+        int ok = sc->taking_part && send_off >= 0 && recv_off >= 0 && (r->shm || (r->shm = malloc(sizeof *r->shm)));
+        mine->declined = !ok;
+        mine->send_off = (uint64_t)send_off;
+        mine->recv_off = (uint64_t)recv_off;
+        mine->len = len;
+        __atomic_store_n(&mine->stamp, r->shm_seq + 1, __ATOMIC_RELEASE);
+        r->shm_published = 1;
+        if (!ok) return choose(r, 0);
+    }
+    const pub_line *lines[NBC_SHM_MAX_RANKS];
+    int all = 1;
+    for (int q = 0; q < p; q++) {
+        if (q == me) continue;
+        lines[q] = pub_of(sc->block[q], c);
+        if (__atomic_load_n(&lines[q]->stamp, __ATOMIC_ACQUIRE) != r->shm_seq + 1) return 0;
+        if (lines[q]->declined || lines[q]->len != len) all = 0; /* different lengths: both sides see it */
+        else if (len > sc->bytes[q] || lines[q]->send_off > sc->bytes[q] - len || lines[q]->recv_off > sc->bytes[q] - len) {
+            req_fail(r, MPI_ERR_INTERN, "rank %d published buffers outside its shared segment", q);
+            return -MPI_ERR_INTERN;
+        }
+    }
+    if (!all) return choose(r, 0);
+    fill_shared(r, sc, c, lines);
+    return choose(r, 1);
+}
+
+void shm_end(struct nbc_req *r)
+{
+    if (r->shm_chan < 0) return;
+    struct shm_comm *sc = r->cs ? r->cs->shm : NULL;
+    if (sc && sc->owner[r->shm_chan] == r) sc->owner[r->shm_chan] = NULL;
+    /* a shared program that failed half-way leaves flags the peers cannot trust: this rank
+     * declines from now on, which its peers see on its line */
+    if (sc && r->st.shared && r->st.err != MPI_SUCCESS) sc->taking_part = 0;
+    r->shm_chan = -1;
+}

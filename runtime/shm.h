@@ -1,0 +1,47 @@
+/* Shared memory between the ranks of one node: the process's segment and its heap
+ * (nbc_alloc_mem), each communicator's flags, and the agreement that lets a shared program
+ * run (runtime/shm.c, docs/shared-memory.md). */
+#ifndef NBC_SHM_H
+#define NBC_SHM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct nbc_req;
+struct comm_state;
+struct call;
+
+/* The process's part of nbc_rt (state.h); shm.c alone writes it. */
+typedef struct shm_span shm_span;
+typedef struct shm_map shm_map;
+typedef struct {
+    int enabled;          /* NBC_SHM, and the launcher says every rank is on this node */
+    uint64_t bytes;       /* NBC_SHM_BYTES: the segment's size (address space; pages come when touched) */
+    int fd;               /* the segment: a memfd, -1 until first needed */
+    char *base;
+    uint64_t nonce;       /* in its header, so that a peer knows it mapped the right process's */
+    int failed;           /* could not be made: everything falls back to messages and malloc */
+    shm_span *spans;      /* the heap, in address order */
+    shm_map *maps;        /* peers' segments mapped here */
+    uint64_t shared_calls, message_calls; /* how agreements ended (tests read them) */
+} shm_process;
+
+/* Reads NBC_SHM and NBC_SHM_BYTES and decides whether this process can share (nbc_init). */
+int shm_init(void);
+
+/* Whether a call may take the shared path: an allreduce on a communicator of 2 ..
+ * NBC_SHM_MAX_RANKS ranks, all on this node. The same answer on every rank of the call. */
+int shm_eligible(const struct comm_state *cs, int coll);
+
+/* The agreement of a request that has a shared program (r->shm_entry): 0 while it waits for
+ * its channel, the communicator's attachment or its peers; 1 once r->st.prog is the program
+ * to run (the shared one, or the messages'); < 0 (an MPI error, r failed) when it cannot go on. */
+int shm_agree(struct nbc_req *r);
+/* The request is done or gone: its channel is free for the next call. */
+void shm_end(struct nbc_req *r);
+void shm_comm_free(struct comm_state *cs);
+
+int shm_alloc(size_t size, void *baseptr);
+int shm_free(void *base);
+
+#endif

@@ -1,0 +1,269 @@
+/* Tests for allreduce through shared memory (runtime/shm.c, schedules/allreduce_shm.nbs):
+ * buffers from nbc_alloc_mem on every rank take the shared program, any rank with a buffer of
+ * its own sends everyone back to messages, and either way the results are exact. Counts 0, 1,
+ * fewer than p, odd and large; four types and ops and a non-commutative user op; in place;
+ * more calls in flight than there are channels; persistent requests; the allocator's errors.
+ *
+ *     mpiexec -n P ./mpi_shm        (P = 1..9)
+ *
+ * Expected results are computed locally; the verdicts are combined once at the end. It reads
+ * the runtime's counters of agreements (nbc_rt.shm) to know which path a call took. */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nbc.h"
+#include "state.h"
+
+enum { MAX_CHECKS = 64 };
+static const char *names[MAX_CHECKS];
+static int failed[MAX_CHECKS], nchecks;
+static char why[MAX_CHECKS][240];
+static int rank, size;
+
+static int check(int ok, const char *name, const char *fmt, ...)
+{
+    for (int i = 0; i < nchecks; i++) /* a check made in a loop keeps its first failure */
+        if (names[i] == name) {
+            if (!ok && !failed[i]) {
+                failed[i] = 1;
+                va_list ap;
+                va_start(ap, fmt);
+                vsnprintf(why[i], sizeof why[i], fmt, ap);
+                va_end(ap);
+            }
+            return ok;
+        }
+    names[nchecks] = name;
+    failed[nchecks] = !ok;
+    if (!ok) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why[nchecks], sizeof why[nchecks], fmt, ap);
+        va_end(ap);
+    }
+    nchecks++;
+    return ok;
+}
+
+/* Small integers, so that every sum is exact in every type. */
+static long input(int r, int64_t i) { return (r + 1) * 3 + i % 13; }
+
+typedef struct {
+    const char *name;
+    MPI_Datatype dt;
+    MPI_Op op;
+    size_t esize;
+} kind;
+
+/* inout := in: x ⊕ y = x, associative and not commutative: the result is rank 0's input */
+static void left(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    (void)dt;
+    memcpy(inout, in, (size_t)*len * sizeof(int));
+}
+
+static long expected(const kind *k, int64_t i, MPI_Op noncomm)
+{
+    long v = input(0, i);
+    if (k->op == noncomm) return v; /* the leftmost operand */
+    for (int r = 1; r < size; r++) {
+        long x = input(r, i);
+        if (k->op == MPI_SUM) v += x;
+        else if (k->op == MPI_MAX) v = x > v ? x : v;
+        else v ^= x;
+    }
+    return v;
+}
+
+static void fill(const kind *k, void *buf, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        if (k->dt == MPI_DOUBLE) ((double *)buf)[i] = (double)input(rank, i);
+        else if (k->dt == MPI_INT) ((int *)buf)[i] = (int)input(rank, i);
+        else if (k->dt == MPI_FLOAT) ((float *)buf)[i] = (float)input(rank, i);
+        else ((long *)buf)[i] = input(rank, i);
+    }
+}
+
+/* The first wrong element, or -1. */
+static int64_t wrong(const kind *k, const void *buf, int64_t n, MPI_Op noncomm)
+{
+    for (int64_t i = 0; i < n; i++) {
+        long e = expected(k, i, noncomm), got;
+        if (k->dt == MPI_DOUBLE) got = (long)((const double *)buf)[i];
+        else if (k->dt == MPI_INT) got = ((const int *)buf)[i];
+        else if (k->dt == MPI_FLOAT) got = (long)((const float *)buf)[i];
+        else got = ((const long *)buf)[i];
+        if (got != e) return i;
+    }
+    return -1;
+}
+
+static void *alloc_buf(int shared, size_t bytes)
+{
+    void *p = NULL;
+    if (shared) nbc_alloc_mem((MPI_Aint)bytes, &p);
+    else p = malloc(bytes ? bytes : 1);
+    return p;
+}
+
+static void free_buf(int shared, void *p)
+{
+    if (shared) nbc_free_mem(p);
+    else free(p);
+}
+
+/* One allreduce per (count, kind, in place), with buffers shared on every rank or (private_rank
+ * >= 0) private on that one; checks the result and that the path taken is the one expected. */
+static void calls(const char *name, int private_rank, const kind *kinds, int nkinds, MPI_Op noncomm)
+{
+    const int64_t counts[] = {0, 1, size - 1, size + 1, 1001, 65536 + 3, (1 << 20) + 5};
+    for (size_t ci = 0; ci < sizeof counts / sizeof *counts; ci++)
+        for (int ki = 0; ki < nkinds; ki++)
+            for (int inplace = 0; inplace < 2; inplace++) {
+                const kind *k = &kinds[ki];
+                int64_t n = counts[ci];
+                int shared = rank != private_rank;
+                char *send = alloc_buf(shared, (size_t)n * k->esize), *recv = alloc_buf(shared, (size_t)n * k->esize);
+                fill(k, inplace ? recv : send, n);
+                uint64_t before = nbc_rt.shm.shared_calls;
+                nbc_request req;
+                int rc = nbc_iallreduce(inplace ? MPI_IN_PLACE : send, recv, (int)n, k->dt, k->op, MPI_COMM_WORLD, &req);
+                if (rc == MPI_SUCCESS) rc = nbc_wait(&req);
+                int64_t at = rc == MPI_SUCCESS ? wrong(k, recv, n, noncomm) : -1;
+                check(rc == MPI_SUCCESS && at < 0, name, "%s count %lld%s: %s at %lld", k->name, (long long)n,
+                      inplace ? " in place" : "", rc != MPI_SUCCESS ? nbc_error_message() : "wrong result", (long long)at);
+                /* shared when every rank's buffers are (count 0 too: a synchronization) */
+                int want = private_rank < 0 && size > 1;
+                check((nbc_rt.shm.shared_calls > before) == want, name, "%s count %lld%s: %s expected", k->name, (long long)n,
+                      inplace ? " in place" : "", want ? "the shared path" : "messages");
+                free_buf(shared, send);
+                free_buf(shared, recv);
+            }
+}
+
+/* More calls in flight than channels, waited for in reverse order. */
+static void many_in_flight(void)
+{
+    enum { N = 40, COUNT = 777 };
+    const kind k = {"double sum", MPI_DOUBLE, MPI_SUM, sizeof(double)};
+    double *send[N], *recv[N];
+    nbc_request req[N];
+    for (int j = 0; j < N; j++) {
+        nbc_alloc_mem(COUNT * sizeof(double), &send[j]);
+        nbc_alloc_mem(COUNT * sizeof(double), &recv[j]);
+        fill(&k, send[j], COUNT);
+        send[j][0] += j; /* each call its own first element */
+        check(nbc_iallreduce(send[j], recv[j], COUNT, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req[j]) == MPI_SUCCESS,
+              "many in flight", "start %d: %s", j, nbc_error_message());
+    }
+    for (int j = N - 1; j >= 0; j--) {
+        check(nbc_wait(&req[j]) == MPI_SUCCESS, "many in flight", "wait %d: %s", j, nbc_error_message());
+        recv[j][0] -= (double)j * size;
+        int64_t at = wrong(&k, recv[j], COUNT, MPI_OP_NULL);
+        check(at < 0, "many in flight", "call %d: wrong at %lld", j, (long long)at);
+        nbc_free_mem(send[j]);
+        nbc_free_mem(recv[j]);
+    }
+}
+
+/* A persistent request started again and again, its buffers rewritten in between. */
+static void persistent(void)
+{
+    enum { COUNT = 4099 };
+    const kind k = {"long bxor", MPI_LONG, MPI_BXOR, sizeof(long)};
+    long *send, *recv;
+    nbc_alloc_mem(COUNT * sizeof(long), &send);
+    nbc_alloc_mem(COUNT * sizeof(long), &recv);
+    nbc_request req;
+    int rc = nbc_allreduce_init(send, recv, COUNT, MPI_LONG, MPI_BXOR, MPI_COMM_WORLD, MPI_INFO_NULL, &req);
+    check(rc == MPI_SUCCESS, "persistent", "init: %s", nbc_error_message());
+    uint64_t before = nbc_rt.shm.shared_calls;
+    for (int it = 0; it < 6 && rc == MPI_SUCCESS; it++) {
+        fill(&k, send, COUNT);
+        memset(recv, 0xff, COUNT * sizeof(long));
+        rc = nbc_start(&req);
+        if (rc == MPI_SUCCESS) rc = nbc_wait(&req);
+        int64_t at = rc == MPI_SUCCESS ? wrong(&k, recv, COUNT, MPI_OP_NULL) : -1;
+        check(rc == MPI_SUCCESS && at < 0, "persistent", "start %d: %s at %lld", it, rc ? nbc_error_message() : "wrong", (long long)at);
+    }
+    check(size == 1 || nbc_rt.shm.shared_calls - before == 6, "persistent", "%llu of 6 starts shared",
+          (unsigned long long)(nbc_rt.shm.shared_calls - before));
+    nbc_request_free(&req);
+    nbc_free_mem(send);
+    nbc_free_mem(recv);
+}
+
+static void allocator(void)
+{
+    void *p = NULL, *q = NULL;
+    check(nbc_alloc_mem(-1, &p) == MPI_ERR_ARG, "nbc_alloc_mem errors", "a negative size is accepted");
+    check(nbc_alloc_mem(16, NULL) == MPI_ERR_ARG, "nbc_alloc_mem errors", "a NULL baseptr is accepted");
+    check(nbc_alloc_mem(0, &p) == MPI_SUCCESS && p, "nbc_alloc_mem errors", "size 0 fails");
+    check(nbc_alloc_mem(1000, &q) == MPI_SUCCESS && q, "nbc_alloc_mem errors", "size 1000 fails");
+    check(nbc_free_mem((char *)q + 64) == MPI_ERR_ARG, "nbc_alloc_mem errors", "freeing the middle of a block is accepted");
+    check(nbc_free_mem(q) == MPI_SUCCESS && nbc_free_mem(p) == MPI_SUCCESS, "nbc_alloc_mem errors", "free fails");
+    check(nbc_free_mem(q) == MPI_ERR_ARG, "nbc_alloc_mem errors", "a double free is accepted");
+    check(nbc_free_mem(NULL) == MPI_SUCCESS, "nbc_alloc_mem errors", "freeing NULL fails");
+    /* freed blocks are reused: a thousand rounds of allocation do not grow the heap */
+    void *first = NULL;
+    nbc_alloc_mem(1 << 20, &first);
+    nbc_free_mem(first);
+    for (int i = 0; i < 1000; i++) {
+        void *a = NULL, *b = NULL;
+        nbc_alloc_mem(1 << 20, &a);
+        nbc_alloc_mem(100, &b);
+        nbc_free_mem(a);
+        nbc_free_mem(b);
+        check(a == first, "nbc_alloc_mem reuses memory", "round %d: %p, not %p", i, a, first);
+    }
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char m[] = "FAIL mpi_shm: timed out (a hang)\n";
+    if (write(1, m, sizeof m - 1) < 0) _exit(3);
+    _exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    signal(SIGALRM, on_alarm);
+    alarm(600);
+    nbc_init();
+    MPI_Op noncomm;
+    MPI_Op_create(left, 0, &noncomm);
+    const kind kinds[] = {{"double sum", MPI_DOUBLE, MPI_SUM, sizeof(double)},
+                          {"int max", MPI_INT, MPI_MAX, sizeof(int)},
+                          {"long bxor", MPI_LONG, MPI_BXOR, sizeof(long)},
+                          {"int noncommutative", MPI_INT, noncomm, sizeof(int)}};
+    int nkinds = sizeof kinds / sizeof *kinds;
+    check(nbc_rt.shm.enabled, "sharing is on", "NBC_SHM or the launcher turned it off");
+    calls("shared buffers on every rank", -1, kinds, nkinds, noncomm);
+    calls("rank 0's buffers private", 0, kinds, 2, noncomm);
+    calls("the last rank's buffers private", size - 1, kinds, 2, noncomm);
+    many_in_flight();
+    persistent();
+    allocator();
+    MPI_Op_free(&noncomm);
+    int mine[MAX_CHECKS], any[MAX_CHECKS];
+    for (int i = 0; i < nchecks; i++) mine[i] = failed[i];
+    MPI_Allreduce(mine, any, nchecks, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    for (int i = 0; i < nchecks; i++) {
+        if (failed[i]) printf("FAIL %s p=%d: rank %d: %s\n", names[i], size, rank, why[i]);
+        else if (rank == 0 && !any[i]) printf("ok %s p=%d\n", names[i], size);
+    }
+    fflush(stdout);
+    nbc_finalize();
+    MPI_Finalize();
+    return 0;
+}
