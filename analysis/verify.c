@@ -337,37 +337,6 @@ static void release(vrank *k)
     k->clk = k->inc = NULL;
 }
 
-/* Whether a program uses shared memory: a flag, or an operand naming a peer's buffer. */
-static int uses_shared(const nbc_program *prog)
-{
-    for (uint32_t pc = 0; pc < prog->ninsns; pc++) {
-        const nbc_insn *in = &prog_insns(prog)[pc];
-        if (prog_opinfo(in->op)->flag) return 1;
-        for (int o = 0; o < 3; o++)
-            if (prog_operands(in->op) >> o & 1 && prog_operand_slot(in, o) & SLOT_PEER) return 1;
-    }
-    return 0;
-}
-
-/* prog_check knows one rank's buffers: it gets a copy in which peers' buffers are one more
- * slot without bounds (checked here against the peer's own, check_peers) and flags are copies
- * within it, which conflict with nothing. */
-static nbc_program *for_prog_check(const vctx *v, const nbc_program *prog)
-{
-    nbc_program *c = malloc(prog->bytes);
-    if (!c) return NULL;
-    memcpy(c, prog, prog->bytes);
-    uint8_t other = (uint8_t)v->nslots;
-    for (uint32_t pc = 0; pc < c->ninsns; pc++) {
-        nbc_insn *in = &prog_insns(c)[pc];
-        if (prog_opinfo(in->op)->flag) *in = (nbc_insn){.op = OP_COPY, .a_slot = other, .b_slot = other, .len = c->esize};
-        if (in->a_slot & SLOT_PEER) in->a_slot = other;
-        if (in->b_slot & SLOT_PEER) in->b_slot = other;
-        if (in->c_slot & SLOT_PEER) in->c_slot = other;
-    }
-    return c;
-}
-
 /* Compiles and checks one rank's program on its own. */
 static int load_rank(vctx *v, const sched_lib *lib, uint32_t rank)
 {
@@ -386,20 +355,8 @@ static int load_rank(vctx *v, const sched_lib *lib, uint32_t rank)
     k->own_lo = sh.own_lo;
     uint64_t es = (uint64_t)a->base.esize, bytes[NBC_MAX_SLOTS] = {sh.send * es, sh.recv * es, k->prog->scratch};
     for (int s = SLOT_EXTRA; s < v->nslots; s++) bytes[s] = sh.extra * es;
-    int shm = uses_shared(k->prog);
-    if (shm && !(k->prog->flags & PROG_SHARED)) {
-        fail_at(v, rank, UINT32_MAX, "the program uses shared memory (a flag or a peer's buffer) but is not marked PROG_SHARED");
-        return -1;
-    }
-    if (shm && v->nslots == NBC_MAX_SLOTS) {
-        fail_at(v, rank, UINT32_MAX, "cannot check a shared-memory program with %d buffer slots", v->nslots);
-        return -1;
-    }
-    nbc_program *checked = shm ? for_prog_check(v, k->prog) : k->prog;
-    if (shm) bytes[v->nslots] = COMPILE_MAX_BYTES;
     prog_fault f;
-    rc = checked ? prog_check(checked, a->base.p, bytes, v->nslots + shm, &f) : -1;
-    if (checked != k->prog) free(checked);
+    rc = prog_check_rank(k->prog, a->base.p, rank, bytes, v->nslots, &f);
     if (rc < 0) {
         nomem(v);
         return -1;
@@ -419,33 +376,16 @@ static int load_rank(vctx *v, const sched_lib *lib, uint32_t rank)
     return 0;
 }
 
-/* A shared-memory program's flags and peer operands: peers that exist, buffers that can be
- * named, bounds of the peer's buffers; the peer operands' offsets become cuts of the peer's. */
+/* A shared-memory program's peer operands (prog_check_rank has checked the rest): within the
+ * peer's own buffers; their offsets become cuts of the peer's buffers. */
 static int check_peers(vctx *v, uint32_t r)
 {
     const nbc_program *prog = v->rk[r].prog;
     uint64_t es = prog->esize;
     for (uint32_t pc = 0; pc < prog->ninsns; pc++) {
         const nbc_insn *in = &prog_insns(prog)[pc];
-        const nbc_opinfo *op = prog_opinfo(in->op);
-        int peer_opnd = 0;
-        for (int o = 0; o < 3; o++) peer_opnd |= (prog_operands(in->op) >> o & 1) && (prog_operand_slot(in, o) & SLOT_PEER);
-        if (!op->flag && !peer_opnd) continue;
-        if (in->peer < 0 || in->peer >= v->p || (uint32_t)in->peer == r) {
-            fail_at(v, r, pc, "names rank %d: a flag or a peer's buffer needs another rank of 0..%" PRId64, in->peer, v->p - 1);
-            return -1;
-        }
-        if (op->message) {
-            fail_at(v, r, pc, "a message names a peer's buffer: only COPY, REDUCE and COMBINE may");
-            return -1;
-        }
-        for (int o = 0; o < 3 && peer_opnd; o++) {
+        for (int o = 0; o < 3; o++) {
             if (!(prog_operands(in->op) >> o & 1) || !(prog_operand_slot(in, o) & SLOT_PEER)) continue;
-            unsigned slot = SLOT_INDEX(prog_operand_slot(in, o));
-            if (slot != SLOT_SEND && slot != SLOT_RECV) {
-                fail_at(v, r, pc, "names a peer's %s: only its sendbuf and recvbuf can be", prog_slot_name((int)slot));
-                return -1;
-            }
             vref x = resolve(v, r, in, o);
             vshape sh = shape_of(v, x.rank);
             uint64_t len = x.slot == SLOT_SEND ? sh.send : sh.recv, hi = x.lo + in->len / es;
