@@ -415,6 +415,8 @@ static int ready_rank(vctx *v, uint32_t rank)
         k->heard = calloc(v->heard_words, sizeof *k->heard);
         if (!k->heard) return -1;
         k->heard[rank / 64] |= 1ull << (rank % 64);
+        if (k->prog->flags & PROG_SHARED) /* the runtime's agreement: every rank has arrived */
+            for (int64_t q = 0; q < v->p; q++) k->heard[q / 64] |= 1ull << (q % 64);
     }
     if (v->shared) {
         size_t p = (size_t)v->p;
