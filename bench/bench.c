@@ -5,7 +5,7 @@
  *                      [--schedules SPEC,SPEC,...] [--csv FILE] [--dat FILE]
  *                      [--overlap FILE] [--overlap-sizes BYTES,BYTES,...]
  *                      [--load FILE_OR_DIR] [--spin US] [--spin-variant US] [--shm 0|1]
- *                      [--thread-multiple 0|1]
+ *                      [--shared 0|1] [--thread-multiple 0|1]
  *
  * Sizes go from --min to --max by doubling. For each size every variant (nbc with automatic
  * selection, nbc with each schedule of --schedules forced, as nbc_set_schedule takes them,
@@ -16,6 +16,8 @@
  * median, the quartiles and the ratios to both MPICH calls, and writes them to the CSV file;
  * --dat writes the medians one size a line, for gnuplot. --load loads more schedules (to measure
  * a schedule file of one's own, forced with --schedules); --spin and --spin-variant: see finish().
+ * nbc_auto_shared (--shared 1, the default) is nbc_auto on buffers from nbc_alloc_mem, which
+ * ranks on one node reduce out of each other's memory (docs/shared-memory.md).
  * With two ranks on one node (and --shm 1, the default) two more rows: shm_prototype, an
  * allreduce that reduces straight out of the peer's memory (bench/shm.h, on buffers of its own
  * in a shared window), and bound, the least time an allreduce can take there (shm.h says how
@@ -34,9 +36,11 @@
 #include "shm.h"
 #include "stats.h"
 
-/* SHM: the prototype of shm.h (at p = 2 on one node), on buffers in a shared window; BOUND:
- * not a call but shm.h's lower bound, measured per size and printed as a row. */
-enum { NBC, MPI_NB, MPI_BLOCKING, SHM, BOUND };
+/* NBC_SHARED: nbc_auto on buffers from nbc_alloc_mem, which ranks on one node reduce out of
+ * each other's memory (docs/shared-memory.md); SHM: the prototype of shm.h (at p = 2 on one
+ * node), on buffers in a shared window; BOUND: not a call but shm.h's lower bound, measured per
+ * size and printed as a row. */
+enum { NBC, NBC_SHARED, MPI_NB, MPI_BLOCKING, SHM, BOUND };
 typedef struct {
     int kind;
     const char *spec; /* nbc: the forced schedule, NULL for automatic selection */
@@ -49,6 +53,7 @@ static variant vars[MAX_VARIANTS];
 static int nvars;
 static int rank, nprocs;
 static double *sendbuf, *recvbuf;
+static double *shared_send, *shared_recv; /* from nbc_alloc_mem */
 static shm_pair pair;
 
 static void die(const char *what)
@@ -63,6 +68,7 @@ static double value(int r, size_t i) { return (double)((r + 1) * (int)(i % 97));
 static int start(const variant *v, int n, nbc_request *nr, MPI_Request *mr)
 {
     if (v->kind == NBC) return nbc_iallreduce(sendbuf, recvbuf, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, nr);
+    if (v->kind == NBC_SHARED) return nbc_iallreduce(shared_send, shared_recv, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, nr);
     if (v->kind == MPI_NB) return MPI_Iallreduce(sendbuf, recvbuf, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, mr);
     if (v->kind == SHM) {
         shm_allreduce(&pair, (size_t)n);
@@ -73,7 +79,7 @@ static int start(const variant *v, int n, nbc_request *nr, MPI_Request *mr)
 
 static int test(const variant *v, nbc_request *nr, MPI_Request *mr, int *done)
 {
-    if (v->kind == NBC) return nbc_test(nr, done);
+    if (v->kind == NBC || v->kind == NBC_SHARED) return nbc_test(nr, done);
     return MPI_Test(mr, done, MPI_STATUS_IGNORE);
 }
 
@@ -88,14 +94,15 @@ static int finish(const variant *v, nbc_request *nr, MPI_Request *mr)
         while (!done && rc == MPI_SUCCESS && MPI_Wtime() < until) rc = nbc_test(nr, &done);
         if (done || rc != MPI_SUCCESS) return rc;
     }
-    if (v->kind == NBC) return nbc_wait(nr);
+    if (v->kind == NBC || v->kind == NBC_SHARED) return nbc_wait(nr);
     if (v->kind == MPI_NB) return MPI_Wait(mr, MPI_STATUS_IGNORE);
     return MPI_SUCCESS;
 }
 
 static void force(const variant *v)
 {
-    if (v->kind == NBC && nbc_set_schedule("allreduce", v->spec) != MPI_SUCCESS) die(nbc_error_message());
+    if ((v->kind == NBC || v->kind == NBC_SHARED) && nbc_set_schedule("allreduce", v->spec) != MPI_SUCCESS)
+        die(nbc_error_message());
 }
 
 static int one_call(const variant *v, int n)
@@ -111,7 +118,7 @@ static int one_call(const variant *v, int n)
 static int check(const variant *v, int n)
 {
     force(v);
-    double *out = v->kind == SHM ? pair.recv[pair.me] : recvbuf;
+    double *out = v->kind == SHM ? pair.recv[pair.me] : v->kind == NBC_SHARED ? shared_recv : recvbuf;
     for (int i = 0; i < n; i++) out[i] = -1;
     int refused = one_call(v, n) != MPI_SUCCESS, any;
     MPI_Allreduce(&refused, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
@@ -335,7 +342,7 @@ int main(int argc, char **argv)
     int reps = 15;
     double spin_us = 0, spin_variant = 0;
     double batch_s = 0.002;
-    int use_shm = 1;
+    int use_shm = 1, use_shared = 1;
     const char *schedules = "", *csv_path = NULL, *dat_path = NULL, *ovl_path = NULL;
     const char *ovl_sizes = "8,1024,65536,1048576,16777216", *load = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
@@ -353,6 +360,7 @@ int main(int argc, char **argv)
         else if (!strcmp(k, "--spin-variant")) spin_variant = atof(v);
         else if (!strcmp(k, "--load")) load = v;
         else if (!strcmp(k, "--shm")) use_shm = atoi(v);
+        else if (!strcmp(k, "--shared")) use_shared = atoi(v);
         else if (!strcmp(k, "--thread-multiple")) continue; /* read above */
         else die("unknown option (see the comment at the top of bench/bench.c)");
     }
@@ -360,6 +368,7 @@ int main(int argc, char **argv)
     if (min < 8 || max < min || reps < 1 || reps > MAX_REPS) die("bad --min, --max or --reps");
 
     add(NBC, NULL, spin_us, "nbc_auto");
+    if (use_shared) add(NBC_SHARED, NULL, spin_us, "nbc_auto_shared");
     char spin_name[96];
     snprintf(spin_name, sizeof spin_name, "nbc_auto_spin%.0fus", spin_variant);
     if (spin_variant > 0) add(NBC, NULL, spin_variant, spin_name);
@@ -384,6 +393,12 @@ int main(int argc, char **argv)
     if (pair.open)
         for (size_t i = 0; i < maxn; i++) pair.send[pair.me][i] = value(rank, i), pair.recv[pair.me][i] = 0;
     if (nbc_init() != MPI_SUCCESS || (load && nbc_load_schedules(load) != MPI_SUCCESS)) die(nbc_error_message());
+    if (use_shared) {
+        if (nbc_alloc_mem((MPI_Aint)(maxn * sizeof(double)), &shared_send) != MPI_SUCCESS ||
+            nbc_alloc_mem((MPI_Aint)(maxn * sizeof(double)), &shared_recv) != MPI_SUCCESS)
+            die(nbc_error_message());
+        for (size_t i = 0; i < maxn; i++) shared_send[i] = value(rank, i), shared_recv[i] = 0;
+    }
 
     FILE *csv = open_out(csv_path), *dat = open_out(dat_path);
     if (csv) fprintf(csv, "p,bytes,variant,median_us,p25_us,p75_us,min_us,max_us,reps,iters,ratio_iallreduce,ratio_allreduce,MBps,correct\n");

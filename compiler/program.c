@@ -12,7 +12,7 @@ const char *prog_opcode_name(int op)
 
 const char *prog_slot_name(int slot)
 {
-    static const char *const names[NBC_MAX_SLOTS] = {"send", "recv", "scratch", "buf1", "buf2", "buf3", "buf4",
+    static const char *const names[NBC_MAX_SLOTS] = {"send", "recv", "scratch", "shared", "buf1", "buf2", "buf3", "buf4",
         "buf5", "buf6", "buf7", "buf8", "buf9", "buf10", "buf11", "buf12", "buf13", "buf14", "buf15"};
     return slot >= 0 && slot < NBC_MAX_SLOTS ? names[slot] : "?";
 }

@@ -11,16 +11,21 @@
  * ends when all its communication has completed and every WAIT has seen its SIGNAL.
  *
  * Shared memory (ranks on one node, docs/shared-memory.md): an operand may name a buffer of
- * another rank (SLOT_PEER set on its slot; the instruction's `peer` says whose). Only the
- * send and receive buffers of a peer can be named. A program that does so has PROG_SHARED in
- * its flags and runs only after every rank of the communicator has entered the call and
- * published its buffers (the runtime's agreement, runtime/shm.c): that agreement orders every
- * rank's start before every rank's round 0. Later order comes from SIGNAL and WAIT only: the
- * k-th SIGNAL from rank a to rank b matches the k-th WAIT of b on a; what a did before raising
- * it (earlier rounds, and earlier COPY/REDUCE/COMBINE of the same round) happens before what
- * b does after the round of that WAIT. A rank's buffers are its application's again when its
- * program ends, so every access of a peer to them must happen before that (nbcc verify
- * checks it, and that no two accesses to the same bytes race unless both read).
+ * another rank (SLOT_PEER set on its slot; the instruction's `peer` says whose): its send or
+ * receive buffer, or its shared scratch (SLOT_SHARED: memory of the runtime's that the peers
+ * can map). A program that names another rank's send or receive buffer has PROG_AGREE in its
+ * flags and runs only after every rank of the communicator has entered the call and published
+ * its buffers (the runtime's agreement, runtime/shm.c): that orders every rank's start before
+ * every rank's round 0. Any program with a flag or a peer operand has PROG_SHARED. Otherwise
+ * order comes from SIGNAL and WAIT only: the k-th SIGNAL from rank a to rank b matches the
+ * k-th WAIT of b on a; what a did before raising it (earlier rounds, and earlier
+ * COPY/REDUCE/COMBINE of the same round) happens before what b does after the round of that
+ * WAIT. A rank's send and receive buffers are its application's again when its program ends,
+ * so every access of a peer to them must happen before that. Its shared scratch is not: the
+ * runtime gives each call a shared scratch that no later call reuses before every rank has
+ * ended this one, so peers may still read it after its owner has ended (which is what lets a
+ * small allreduce get by with one exchange of flags). nbcc verify checks all of it, and that
+ * no two accesses to the same bytes race unless both read.
  */
 #ifndef NBC_PROGRAM_H
 #define NBC_PROGRAM_H
@@ -92,9 +97,10 @@ static inline int prog_between_ranks(unsigned op)
     return prog_opinfo(op)->message || prog_opinfo(op)->flag;
 }
 
-typedef enum { SLOT_SEND, SLOT_RECV, SLOT_SCRATCH, SLOT_COUNT_ } nbc_slot;
+/* SLOT_SHARED: the call's shared scratch, `shared_bytes` long, which peers can name. */
+typedef enum { SLOT_SEND, SLOT_RECV, SLOT_SCRATCH, SLOT_SHARED, SLOT_COUNT_ } nbc_slot;
 /* On an operand's slot: the buffer is the instruction's `peer`'s, not this rank's (only
- * SLOT_SEND and SLOT_RECV may carry it). */
+ * SLOT_SEND, SLOT_RECV and SLOT_SHARED may carry it). */
 #define SLOT_PEER 0x80u
 #define SLOT_INDEX(slot) ((unsigned)(slot) & ~SLOT_PEER)
 /* Multi-buffer calls (nbc_iallreduce_multi) name their buffers 1 .. nbufs-1 by the slots
@@ -119,6 +125,7 @@ typedef struct {
 typedef struct {
     uint64_t bytes;        /* size of the whole block, header included */
     uint64_t scratch;      /* scratch bytes a request must provide */
+    uint64_t shared_bytes; /* shared scratch bytes the runtime must provide (SLOT_SHARED) */
     uint32_t ninsns;
     uint32_t nrounds;
     uint32_t max_round_comms; /* most SEND+RECV in one round: the request array size */
@@ -129,7 +136,8 @@ typedef struct {
 } nbc_program;
 
 /* program flags */
-#define PROG_SHARED 1u /* names a peer's buffers: runs only after the runtime's agreement */
+#define PROG_SHARED 1u /* has a flag or names a peer's memory: needs the node's shared memory */
+#define PROG_AGREE 2u  /* names a peer's send or receive buffer: runs only after the runtime's agreement */
 
 static inline nbc_insn *prog_insns(const nbc_program *p)
 {

@@ -165,11 +165,12 @@ void cache_destroy(cache *c)
 
 cache_entry *cache_acquire(cache *c, const cache_key *key)
 {
-    /* Calls mostly repeat the previous one: the most recently used entry is tried first, which
-     * costs one comparison of the key instead of hashing it. */
+    /* Calls mostly repeat the previous one: the two most recently used entries are tried first
+     * (a call that may run through shared memory looks up two programs), which costs a
+     * comparison of the key or two instead of hashing it. */
     cache_entry *e = c->lru.head;
-    if (!e || memcmp(&e->key, key, sizeof *key) != 0)
-        e = table_find(c, key, key_hash(key));
+    if (e && memcmp(&e->key, key, sizeof *key) != 0 && (!(e = e->next) || memcmp(&e->key, key, sizeof *key) != 0)) e = NULL;
+    if (!e) e = table_find(c, key, key_hash(key));
     if (!e) {
         c->misses++;
         return NULL;

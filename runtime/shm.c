@@ -326,11 +326,15 @@ void shm_comm_free(comm_state *cs)
 
 /* ---- the agreement ---- */
 
-static int choose(struct nbc_req *r, int shared)
+/* why: what made the ranks decline, for NBC_TRACE=2 ("" when they share) */
+static int choose(struct nbc_req *r, int shared, const char *why)
 {
     r->shm_chosen = 1;
     if (shared) nbc_rt.shm.shared_calls++;
     else nbc_rt.shm.message_calls++;
+    if (nbc_rt.env.trace > 1)
+        fprintf(stderr, "nbc: trace: rank %d of %d: allreduce call %llu runs %s%s\n", r->cs->rank, r->cs->size,
+                (unsigned long long)r->shm_seq, shared ? "through shared memory" : "with messages: ", why);
     r->st.prog = cache_entry_program(shared ? r->shm_entry : r->entry);
     r->st.shared = shared ? r->shm : NULL;
     return 1;
@@ -363,7 +367,7 @@ int shm_agree(struct nbc_req *r)
     }
     if (rc == 0) return 0;
     struct shm_comm *sc = cs->shm;
-    if (sc->state == SHM_OFF) return choose(r, 0);
+    if (sc->state == SHM_OFF) return choose(r, 0, "a rank has no shared segment");
     int c = (int)(r->shm_seq % CHANNELS);
     if (sc->owner[c] && sc->owner[c] != r) return 0; /* the call before on this channel is still here */
     sc->owner[c] = r;
@@ -380,7 +384,7 @@ int shm_agree(struct nbc_req *r)
         mine->len = len;
         __atomic_store_n(&mine->stamp, r->shm_seq + 1, __ATOMIC_RELEASE);
         r->shm_published = 1;
-        if (!ok) return choose(r, 0);
+        if (!ok) return choose(r, 0, sc->taking_part ? "this rank's buffers are not from nbc_alloc_mem" : "this rank cannot map its peers' memory");
     }
     const pub_line *lines[NBC_SHM_MAX_RANKS];
     int all = 1;
@@ -394,9 +398,9 @@ int shm_agree(struct nbc_req *r)
             return -MPI_ERR_INTERN;
         }
     }
-    if (!all) return choose(r, 0);
+    if (!all) return choose(r, 0, "another rank declined");
     fill_shared(r, sc, c, lines);
-    return choose(r, 1);
+    return choose(r, 1, "");
 }
 
 void shm_end(struct nbc_req *r)
