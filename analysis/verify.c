@@ -4,7 +4,13 @@
  * order. A send carries a snapshot of its bytes (symbolic pieces), taken when it is
  * posted: the race check guarantees nothing writes them while it is in flight. A round ends
  * when all its messages are matched (as with MPI, a send may need its receive to complete), and
- * a rank that ends its last round has its result checked and its memory freed. */
+ * a rank that ends its last round has its result checked and its memory freed.
+ *
+ * Shared memory (PROG_SHARED): SIGNAL and WAIT meet the same way in the pair's flag channel;
+ * peer operands read and write the peer's symbolic buffers, and every access to a send or
+ * receive buffer is checked against the others by happens-before (hb.h). A shared run keeps
+ * every rank until all have ended, since peers may still name a finished rank's buffers (an
+ * error, which needs its program to be reported), and checks the results then. */
 #include "verify.h"
 
 #include <inttypes.h>
@@ -504,19 +510,17 @@ static void join(vctx *v, uint32_t r, const vpost *from)
     if (from->clk && v->rk[r].inc) hb_join(v->rk[r].inc, from->clk, (uint32_t)v->p, from->rank, from->own);
 }
 
-static void cell_text(const vctx *v, uint32_t owner, int slot, const sym_buf *b, int64_t c, char *out, size_t size)
+/* "rank 1's recvbuf elements [0, 4)" */
+static void range_text(uint32_t owner, int slot, uint64_t lo, uint64_t hi, char *out, size_t size)
 {
     char name[24];
-    snprintf(out, size, "rank %u's %s elements [%" PRIu64 ", %" PRIu64 ")", owner, prog_buffer_name(slot, name, sizeof name), b->cut[c],
-             b->cut[c + 1]);
-    (void)v;
+    snprintf(out, size, "rank %u's %s elements [%" PRIu64 ", %" PRIu64 ")", owner, prog_buffer_name(slot, name, sizeof name), lo, hi);
 }
 
-static void after_return(vctx *v, uint32_t who, uint32_t pc, int writes, uint32_t owner, int slot, const char *what)
+static void after_return(vctx *v, uint32_t who, uint32_t pc, int writes, uint32_t owner, const char *what)
 {
     fail_at(v, who, pc, "%s %s after rank %u may have returned: nothing orders the access before the end of rank %u's program, when its buffers are its application's again",
             writes ? "writes" : "reads", what, owner, owner);
-    (void)slot;
 }
 
 /* Rank who's access (pc; epoch to record) to elements [x.lo, hi) of a send or receive buffer:
@@ -529,9 +533,8 @@ static void track(vctx *v, uint32_t who, uint32_t pc, vref x, uint64_t hi, int w
     sym_buf *b = &o->buf[x.slot];
     char what[96];
     if (o->done) { /* it ended before this access in this run, so the access cannot come first */
-        char name[24];
-        snprintf(what, sizeof what, "rank %u's %s elements [%" PRIu64 ", %" PRIu64 ")", x.rank, prog_buffer_name(x.slot, name, sizeof name), x.lo, hi);
-        after_return(v, who, pc, writes, x.rank, x.slot, what);
+        range_text(x.rank, x.slot, x.lo, hi, what, sizeof what);
+        after_return(v, who, pc, writes, x.rank, what);
         return;
     }
     for (int64_t c = sym_cell_at(b, x.lo); c >= 0 && c < (int64_t)b->ncells && b->cut[c] < hi; c++) {
@@ -542,7 +545,7 @@ static void track(vctx *v, uint32_t who, uint32_t pc, vref x, uint64_t hi, int w
             return;
         }
         if (rc > 0) {
-            cell_text(v, x.rank, x.slot, b, c, what, sizeof what);
+            range_text(x.rank, x.slot, b->cut[c], b->cut[c + 1], what, sizeof what);
             fail_at(v, who, pc, "race: %s %s, and rank %u (round %u, pc %u) %s them; neither happens before the other (no chain of SIGNAL and WAIT or messages orders them)",
                     writes ? "writes" : "reads", what, other.rank, round_of(v->rk[other.rank].prog, other.pc), other.pc,
                     rc == HB_WRITE ? "writes" : "reads");
@@ -563,8 +566,8 @@ static void check_returned(vctx *v, uint32_t owner)
             int rc = hb_unknown(&o->cells[s][c], owner, clk, &bad);
             if (!rc) continue;
             char what[96];
-            cell_text(v, owner, s, &o->buf[s], c, what, sizeof what);
-            after_return(v, bad.rank, bad.pc, rc == HB_WRITE, owner, s, what);
+            range_text(owner, s, o->buf[s].cut[c], o->buf[s].cut[c + 1], what, sizeof what);
+            after_return(v, bad.rank, bad.pc, rc == HB_WRITE, owner, what);
         }
 }
 
