@@ -83,7 +83,8 @@ static int setup(run *v, uint32_t r)
     uint64_t es = prog->esize, all = 0;
     for (int64_t q = 0; q < m->base.p; q++) all += m->prog[q]->ninsns;
     coll_shape sh = collective_shape(COLL_ALLREDUCE, m->base.p, r, 0, m->base.count, m->base.inplace);
-    uint64_t len[SLOT_COUNT_] = {m->base.inplace ? 0 : (uint64_t)sh.send_len, (uint64_t)sh.recv_len, prog->scratch / es};
+    uint64_t len[SLOT_COUNT_] = {m->base.inplace ? 0 : (uint64_t)sh.send_len, (uint64_t)sh.recv_len, prog->scratch / es,
+                                 prog->shared_bytes / es};
     uint64_t *cut[SLOT_COUNT_];
     size_t n[SLOT_COUNT_] = {0};
     int rc = 0;

@@ -5,11 +5,11 @@
  * and COMBINE happen at that instant; a SEND or RECV is posted then), the end of round k is
  * 2·rounds[k+1] + 1, so a round ends after its instructions and before the next round's, and
  * a SIGNAL at pc q carries 2·q + 1: everything its rank issued before it, not the end of its
- * own round. Epoch 1 is the rank's start (every rank of a PROG_SHARED run knows every other's),
- * 0 knows nothing. A clock holds, per rank, the latest epoch of it known to have happened.
+ * own round. Epoch 1 is the rank's start (every rank of a PROG_AGREE program knows every
+ * other's), 0 knows nothing. A clock holds, per rank, the latest epoch of it known to have happened.
  *
- * Every cell of a rank's send and receive buffers keeps its last write and the latest read of
- * each rank since (as FastTrack does; an earlier read of the same rank happens before the later
+ * Every cell of a rank's send and receive buffers and shared scratch (what peers can name)
+ * keeps its last write and the latest read of each rank since (as FastTrack does; an earlier read of the same rank happens before the later
  * one). An access by rank a with clock C is ordered after a recorded access (b, t) of another
  * rank when C[b] >= t. A message's access lasts until its round ends, so it is checked against
  * what is recorded with its rank's clock when posted, and recorded with its round's end. */

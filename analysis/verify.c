@@ -8,7 +8,7 @@
  *
  * Shared memory (PROG_SHARED): SIGNAL and WAIT meet the same way in the pair's flag channel;
  * peer operands read and write the peer's symbolic buffers, and every access to a send or
- * receive buffer is checked against the others by happens-before (hb.h). A shared run keeps
+ * receive buffer or a shared scratch is checked against the others by happens-before (hb.h). A shared run keeps
  * every rank until all have ended, since peers may still name a finished rank's buffers (an
  * error, which needs its program to be reported), and checks the results then. */
 #include "verify.h"
@@ -44,8 +44,8 @@ typedef struct {
     uint64_t *heard;     /* barrier: the ranks it has heard from, directly or through others */
     uint64_t own_lo;     /* where sendbuf lies in recvbuf when in place (elements) */
     /* shared memory (hb.h) */
-    cut_list pcut[2];    /* offsets of its send and receive buffers that peers' operands use */
-    hb_cell *cells[2];   /* per cell of its send and receive buffers: the accesses */
+    cut_list pcut[SLOT_COUNT_]; /* offsets of its buffers that peers' operands use */
+    hb_cell *cells[SLOT_COUNT_]; /* per cell of the buffers peers can name: the accesses */
     uint32_t *clk;       /* per round k: the clock at its start (p entries), then at the end */
     uint32_t *inc;       /* what the current round's matched WAITs and RECVs bring */
 } vrank;
@@ -233,6 +233,14 @@ static vshape shape_of(const vctx *v, int64_t rank)
     return s;
 }
 
+/* The buffers peers can name, whose accesses are checked: send, receive, shared scratch. */
+static int nameable(int slot) { return slot == SLOT_SEND || slot == SLOT_RECV || slot == SLOT_SHARED; }
+
+static const char *buffer_name(int slot, char *space, size_t size)
+{
+    return slot == SLOT_SHARED ? "shared scratch" : prog_buffer_name(slot, space, size);
+}
+
 /* Where an operand lies: its owner (the rank, or the peer for SLOT_PEER), slot and first
  * element. An in-place rank's sendbuf lies in its receive buffer, for peers as for itself. */
 typedef struct {
@@ -272,14 +280,14 @@ static int setup_buffers(vctx *v, uint32_t rank, const vshape *sh)
 {
     vrank *k = &v->rk[rank];
     const nbc_program *prog = k->prog;
-    uint64_t es = prog->esize, len[NBC_MAX_SLOTS] = {sh->send, sh->recv, prog->scratch / es};
+    uint64_t es = prog->esize, len[NBC_MAX_SLOTS] = {sh->send, sh->recv, prog->scratch / es, prog->shared_bytes / es};
     size_t n[NBC_MAX_SLOTS] = {0};
     for (int s = SLOT_EXTRA; s < v->nslots; s++) len[s] = sh->extra;
     const nbc_insn *in = prog_insns(prog);
     for (uint32_t i = 0; i < prog->ninsns; i++)
         for (int o = 0; o < 3; o++)
             if (prog_operands(in[i].op) >> o & 1 && !(prog_operand_slot(&in[i], o) & SLOT_PEER)) n[prog_operand_slot(&in[i], o)] += 2;
-    for (int s = 0; s < 2; s++) n[s] += k->pcut[s].n;
+    for (int s = 0; s < SLOT_COUNT_; s++) n[s] += k->pcut[s].n;
     uint64_t *cuts[NBC_MAX_SLOTS] = {0};
     int nomem = 0;
     for (int s = 0; s < v->nslots; s++) {
@@ -299,15 +307,15 @@ static int setup_buffers(vctx *v, uint32_t rank, const vshape *sh)
             cuts[s][n[s]++] = off / es;
             cuts[s][n[s]++] = (off + in[i].len) / es;
         }
-    for (int s = 0; s < 2; s++)
+    for (int s = 0; s < SLOT_COUNT_; s++)
         for (size_t i = 0; i < k->pcut[s].n; i++) cuts[s][n[s]++] = k->pcut[s].v[i];
     cuts[SLOT_RECV][n[SLOT_RECV]++] = sh->own_lo;
     cuts[SLOT_RECV][n[SLOT_RECV]++] = sh->own_hi;
     int rc = 0;
     for (int s = 0; s < v->nslots; s++)
         if (sym_buf_init(&k->buf[s], len[s], cuts[s], n[s])) rc = -1;
-    for (int s = 0; s < 2 && v->shared && !rc; s++)
-        if (!(k->cells[s] = calloc(k->buf[s].ncells + 1, sizeof *k->cells[s]))) rc = -1;
+    for (int s = 0; s < SLOT_COUNT_ && v->shared && !rc; s++)
+        if (nameable(s) && !(k->cells[s] = calloc(k->buf[s].ncells + 1, sizeof *k->cells[s]))) rc = -1;
     if (rc) return rc;
     uint32_t me = (uint32_t)(rank * v->nbufs); /* the rank's first contribution */
     if (sh->send) {
@@ -327,7 +335,7 @@ static int setup_buffers(vctx *v, uint32_t rank, const vshape *sh)
 
 static void release(vrank *k)
 {
-    for (int s = 0; s < 2; s++) {
+    for (int s = 0; s < SLOT_COUNT_; s++) {
         hb_cells_free(k->cells[s], k->buf[s].ncells + 1);
         free(k->pcut[s].v);
         k->cells[s] = NULL;
@@ -359,7 +367,8 @@ static int load_rank(vctx *v, const sched_lib *lib, uint32_t rank)
     }
     vshape sh = shape_of(v, rank);
     k->own_lo = sh.own_lo;
-    uint64_t es = (uint64_t)a->base.esize, bytes[NBC_MAX_SLOTS] = {sh.send * es, sh.recv * es, k->prog->scratch};
+    uint64_t es = (uint64_t)a->base.esize,
+             bytes[NBC_MAX_SLOTS] = {sh.send * es, sh.recv * es, k->prog->scratch, k->prog->shared_bytes};
     for (int s = SLOT_EXTRA; s < v->nslots; s++) bytes[s] = sh.extra * es;
     prog_fault f;
     rc = prog_check_rank(k->prog, a->base.p, rank, bytes, v->nslots, &f);
@@ -394,12 +403,15 @@ static int check_peers(vctx *v, uint32_t r)
             if (!(prog_operands(in->op) >> o & 1) || !(prog_operand_slot(in, o) & SLOT_PEER)) continue;
             vref x = resolve(v, r, in, o);
             vshape sh = shape_of(v, x.rank);
-            uint64_t len = x.slot == SLOT_SEND ? sh.send : sh.recv, hi = x.lo + in->len / es;
+            uint64_t len = x.slot == SLOT_SEND   ? sh.send
+                           : x.slot == SLOT_RECV ? sh.recv
+                                                 : v->rk[x.rank].prog->shared_bytes / es,
+                     hi = x.lo + in->len / es;
             if (hi > len) {
                 char name[24];
                 fail_at(v, r, pc, "%s elements [%" PRIu64 ", %" PRIu64 ") of rank %u's %s, which holds %" PRIu64 " elements",
                         prog_opinfo(in->op)->writes >> o & 1 ? "writes" : "reads", x.lo, hi, x.rank,
-                        prog_buffer_name(x.slot, name, sizeof name), len);
+                        buffer_name(x.slot, name, sizeof name), len);
                 return -1;
             }
             if (cut_add(&v->rk[x.rank].pcut[x.slot], x.lo) || cut_add(&v->rk[x.rank].pcut[x.slot], hi)) {
@@ -421,7 +433,7 @@ static int ready_rank(vctx *v, uint32_t rank)
         k->heard = calloc(v->heard_words, sizeof *k->heard);
         if (!k->heard) return -1;
         k->heard[rank / 64] |= 1ull << (rank % 64);
-        if (k->prog->flags & PROG_SHARED) /* the runtime's agreement: every rank has arrived */
+        if (k->prog->flags & PROG_AGREE) /* the runtime's agreement: every rank has arrived */
             for (int64_t q = 0; q < v->p; q++) k->heard[q / 64] |= 1ull << (q % 64);
     }
     if (v->shared) {
@@ -429,8 +441,8 @@ static int ready_rank(vctx *v, uint32_t rank)
         k->clk = calloc((k->prog->nrounds + 1) * p, sizeof *k->clk);
         k->inc = calloc(p, sizeof *k->inc);
         if (!k->clk || !k->inc) return -1;
-        /* the runtime's agreement: a PROG_SHARED program starts after every rank has */
-        for (size_t q = 0; q < p && (k->prog->flags & PROG_SHARED); q++) k->clk[q] = 1;
+        /* the runtime's agreement: a PROG_AGREE program starts after every rank has */
+        for (size_t q = 0; q < p && (k->prog->flags & PROG_AGREE); q++) k->clk[q] = 1;
     }
     return 0;
 }
@@ -514,7 +526,7 @@ static void join(vctx *v, uint32_t r, const vpost *from)
 static void range_text(uint32_t owner, int slot, uint64_t lo, uint64_t hi, char *out, size_t size)
 {
     char name[24];
-    snprintf(out, size, "rank %u's %s elements [%" PRIu64 ", %" PRIu64 ")", owner, prog_buffer_name(slot, name, sizeof name), lo, hi);
+    snprintf(out, size, "rank %u's %s elements [%" PRIu64 ", %" PRIu64 ")", owner, buffer_name(slot, name, sizeof name), lo, hi);
 }
 
 static void after_return(vctx *v, uint32_t who, uint32_t pc, int writes, uint32_t owner, const char *what)
@@ -528,11 +540,11 @@ static void after_return(vctx *v, uint32_t who, uint32_t pc, int writes, uint32_
  * the owner's program ends. */
 static void track(vctx *v, uint32_t who, uint32_t pc, vref x, uint64_t hi, int writes, uint32_t epoch)
 {
-    if (!v->shared || x.slot > SLOT_RECV || v->failed || x.lo == hi) return;
+    if (!v->shared || !nameable(x.slot) || v->failed || x.lo == hi) return;
     vrank *o = &v->rk[x.rank];
     sym_buf *b = &o->buf[x.slot];
     char what[96];
-    if (o->done) { /* it ended before this access in this run, so the access cannot come first */
+    if (o->done && x.slot != SLOT_SHARED) { /* it ended before this access in this run, so the access cannot come first */
         range_text(x.rank, x.slot, x.lo, hi, what, sizeof what);
         after_return(v, who, pc, writes, x.rank, what);
         return;
@@ -555,7 +567,9 @@ static void track(vctx *v, uint32_t who, uint32_t pc, vref x, uint64_t hi, int w
     }
 }
 
-/* At the end of owner's program: every access of another rank to its buffers came before. */
+/* At the end of owner's program: every access of another rank to its send and receive buffers
+ * came before (its shared scratch outlives the program: the runtime keeps it until every rank
+ * has ended the call). */
 static void check_returned(vctx *v, uint32_t owner)
 {
     vrank *o = &v->rk[owner];
@@ -577,7 +591,7 @@ static void last_writer(const vctx *v, uint32_t rank, int slot, uint32_t c, uint
     const vrank *k = &v->rk[rank];
     *wrank = rank;
     *wpc = k->buf[slot].cell[c].writer;
-    if (slot <= SLOT_RECV && k->cells[slot]) { /* shared: maybe a peer */
+    if (slot < SLOT_COUNT_ && k->cells[slot]) { /* shared: maybe a peer */
         const hb_cell *h = &k->cells[slot][c];
         *wrank = h->has_w ? h->w.rank : rank;
         *wpc = h->has_w ? h->w.pc : SYM_INITIAL;
