@@ -3,8 +3,9 @@
 #
 #   sh tests/tcp.sh mpiexec.mpich -n 4 build/tests/mpi_allreduce
 #
-# MPIR_CVAR_NOLOCAL=1 turns off MPICH's shared memory between ranks of one host, UCX_TLS=tcp
-# leaves UCX only its TCP transport, UCX_NET_DEVICES (default lo: loopback only) its interface.
+# MPIR_CVAR_NOLOCAL=1 turns off MPICH's shared memory between ranks of one host, NBC_SHM=0 nbc's
+# (docs/shared-memory.md), UCX_TLS=tcp leaves UCX only its TCP transport, UCX_NET_DEVICES
+# (default lo: loopback only) its interface.
 #
 # MPICH 4.0.2 with UCX 1.13 over TCP often hangs in MPI_Finalize after the program has done
 # and printed everything (tests/tcp_finalize.c says why): the ranks get tests/tcp_finalize.c
@@ -13,7 +14,7 @@
 # after it printed something, or exceed TCP_LIMIT seconds (default 600), it is stopped and run
 # again, up to TCP_TRIES times (default 3), each noted on stderr. The output of the last attempt
 # is what this prints, and its exit status is returned (124 when it was stopped).
-export MPIR_CVAR_NOLOCAL=1 UCX_TLS=tcp
+export MPIR_CVAR_NOLOCAL=1 NBC_SHM=0 UCX_TLS=tcp
 : "${UCX_NET_DEVICES:=lo}" "${TCP_IDLE:=10}" "${TCP_LIMIT:=600}" "${TCP_TRIES:=3}"
 export UCX_NET_DEVICES
 so=${BUILD:-build}/tests/tcp_finalize.so
