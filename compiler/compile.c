@@ -60,6 +60,7 @@ typedef struct {
     int shared;                /* emitted a peer operand or a flag: PROG_SHARED */
     int agree;                 /* emitted an operand in a peer's send or receive buffer: PROG_AGREE */
     int rank_ctl;              /* inside an if, a loop or a call that depends on rank */
+    int track_rank;            /* a `shared` may be reached: follow what depends on rank */
     int coll;                  /* the collective of the top schedule: its buffers' shapes */
 
     int64_t scratch, rtmp;     /* elements */
@@ -559,10 +560,12 @@ static void call(ev *e, const node *n);
  * call whose arguments name rank counts as control (call()). */
 static int ranked(ev *e, const node *n)
 {
+    if (!e->track_rank) return 0; /* it costs a walk per if and let: only where it matters */
     for (; n; n = n->next) { /* n->next: a function's further arguments */
         if (n->kind == N_VAR) {
+            if (same(n->name, "rank")) return 1;
             const var *v = lookup(e, n->name);
-            if (same(n->name, "rank") || (v && v->v.rankdep)) return 1;
+            if (v && v->v.rankdep) return 1;
         }
         if (ranked(e, n->a) || ranked(e, n->b) || ranked(e, n->c) || ranked(e, n->d)) return 1;
     }
@@ -812,6 +815,30 @@ static void call(ev *e, const node *n)
     e->frame = old_frame;
 }
 
+/* Whether statements n (or a schedule they call) declare a shared buffer. seen: the schedules
+ * already walked, so that calls cost one walk each; past its room the answer is yes. */
+static int reaches_shared(const sched_lib *lib, const node *n, const sched_def **seen, int *nseen)
+{
+    for (; n; n = n->next) {
+        if (n->kind == N_SHARED) return 1;
+        if (n->kind == N_CALL) {
+            const sched_def *s = lib_find(lib, n->name);
+            int known = 0;
+            for (int i = 0; i < *nseen; i++) known |= seen[i] == s;
+            if (s && !known) {
+                if (*nseen == MAX_CALL_DEPTH) return 1;
+                seen[(*nseen)++] = s;
+                if (reaches_shared(lib, s->body, seen, nseen)) return 1;
+            }
+        }
+        /* the blocks of if, for and round (expressions hold neither a declaration nor a call) */
+        if (reaches_shared(lib, n->a, seen, nseen) || reaches_shared(lib, n->b, seen, nseen) ||
+            reaches_shared(lib, n->c, seen, nseen) || reaches_shared(lib, n->d, seen, nseen))
+            return 1;
+    }
+    return 0;
+}
+
 static void start(ev *e, const sched_lib *lib, const compile_args *a, diag *d, const sched_def *s)
 {
     memset(e, 0, sizeof *e);
@@ -821,6 +848,9 @@ static void start(ev *e, const sched_lib *lib, const compile_args *a, diag *d, c
     e->src = s->src;
     e->max_steps = a->max_steps ? a->max_steps : DEFAULT_MAX_STEPS;
     e->max_insns = a->max_insns ? a->max_insns : COMPILE_DEFAULT_MAX_INSNS;
+    const sched_def *seen[MAX_CALL_DEPTH] = {s};
+    int nseen = 1;
+    e->track_rank = reaches_shared(lib, s->body, seen, &nseen);
 }
 
 static void finish(ev *e)
