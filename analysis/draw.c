@@ -14,6 +14,7 @@ typedef struct {
     uint32_t src, src_round, dst, dst_round;
     double sent, arrived;
     uint64_t bytes;
+    int flag;            /* a SIGNAL (shared memory), not a message: no bytes */
 } arrow;
 
 typedef struct {
@@ -49,7 +50,14 @@ static void on_message(void *ctx, uint32_t src, uint32_t src_round, double sent,
 {
     picture *pic = ctx;
     pic->arrows = grow(pic, pic->arrows, &pic->caparrows, pic->narrows, sizeof *pic->arrows);
-    if (pic->narrows < pic->caparrows) pic->arrows[pic->narrows++] = (arrow){src, src_round, dst, dst_round, sent, arrived, bytes};
+    if (pic->narrows < pic->caparrows) pic->arrows[pic->narrows++] = (arrow){src, src_round, dst, dst_round, sent, arrived, bytes, 0};
+}
+
+static void on_flag(void *ctx, uint32_t src, uint32_t src_round, double raised, uint32_t dst, uint32_t dst_round, double seen)
+{
+    on_message(ctx, src, src_round, raised, dst, dst_round, seen, 0);
+    picture *pic = ctx;
+    if (pic->narrows && !pic->nomem) pic->arrows[pic->narrows - 1].flag = 1;
 }
 
 static void size_text(uint64_t b, char *out, size_t size)
@@ -98,6 +106,8 @@ static void svg(picture *pic, const char *title, int64_t p, FILE *out)
 {
     uint32_t steps = steps_of(pic);
     double width = xs(steps) + 30, height = TOP + (double)p * ROW + BOTTOM;
+    int flags = 0; /* shared memory: signals drawn dashed, and said so in the legend */
+    for (size_t i = 0; i < pic->narrows; i++) flags |= pic->arrows[i].flag;
     double text_width = LEFT + 9.0 * (double)strlen(title) + 20; /* about 9 px a character at 15 px bold */
     if (width < text_width) width = text_width;
     if (width < 760) width = 760; /* the legend */
@@ -105,7 +115,9 @@ static void svg(picture *pic, const char *title, int64_t p, FILE *out)
     fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
                  "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n", width, height, width, height);
     fprintf(out, "  <defs>\n    <marker id=\"head\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" "
-                 "orient=\"auto-start-reverse\"><path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"#2d4a7a\"/></marker>\n  </defs>\n");
+                 "orient=\"auto-start-reverse\"><path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"#2d4a7a\"/></marker>\n%s  </defs>\n",
+            flags ? "    <marker id=\"flaghead\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" "
+                    "orient=\"auto-start-reverse\"><path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"#b35900\"/></marker>\n" : "");
     fprintf(out, "  <rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
     fprintf(out, "  <text x=\"%d\" y=\"24\" font-size=\"15\" font-weight=\"bold\">", LEFT);
     xml_text(out, title);
@@ -152,17 +164,23 @@ static void svg(picture *pic, const char *title, int64_t p, FILE *out)
         if (in && x2 < xs(in->start) + 16) x2 = xs(in->start) + 16;
         char sz[32];
         size_text(a->bytes, sz, sizeof sz);
+        if (a->flag) snprintf(sz, sizeof sz, "signal");
+        const char *color = a->flag ? "#b35900" : "#2d4a7a";
         if (a->src == a->dst) y2 += 8; /* to itself: keep it visible */
-        fprintf(out, "  <line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#2d4a7a\" stroke-width=\"1.4\" marker-end=\"url(#head)\"/>\n",
-                x1, y1, x2, y2);
-        fprintf(out, "  <text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" fill=\"#2d4a7a\" text-anchor=\"middle\" stroke=\"white\" "
+        fprintf(out, "  <line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"%s\"%s marker-end=\"url(#%s)\"/>\n",
+                x1, y1, x2, y2, color, a->flag ? "1" : "1.4", a->flag ? " stroke-dasharray=\"5 3\"" : "", a->flag ? "flaghead" : "head");
+        fprintf(out, "  <text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" fill=\"%s\" text-anchor=\"middle\" stroke=\"white\" "
                      "stroke-width=\"3\" paint-order=\"stroke\">%s</text>\n",
-                x1 + 0.35 * (x2 - x1), y1 + 0.35 * (y2 - y1) - 3, sz); /* off the middle, where exchanges cross */
+                x1 + 0.35 * (x2 - x1), y1 + 0.35 * (y2 - y1) - 3, color, sz); /* off the middle, where exchanges cross */
     }
     fprintf(out, "  <text x=\"%d\" y=\"%.0f\" font-size=\"11\" fill=\"#444\">boxes: rounds; arrows: messages (size); "
                  "<tspan fill=\"#a11\">&#x2295;</tspan> bytes reduced; <tspan fill=\"#171\">copy</tspan> bytes copied; "
                  "steps: unit latency, free bandwidth</text>\n",
             LEFT, height - 18);
+    if (flags)
+        fprintf(out, "  <text x=\"%d\" y=\"%.0f\" font-size=\"11\" fill=\"#444\"><tspan fill=\"#b35900\">dashed: signals</tspan> "
+                     "between ranks on one node (shared memory, no data); copies and reductions count whoever's buffers they name</text>\n",
+                LEFT, height - 4);
     fprintf(out, "</svg>\n");
 }
 
@@ -201,7 +219,12 @@ static void dot(const picture *pic, const char *title, FILE *out)
         const arrow *a = &pic->arrows[i];
         char sz[32];
         size_text(a->bytes, sz, sizeof sz);
-        fprintf(out, "  r%u_%u -> r%u_%u [label=\"%s\", color=\"#2d4a7a\", fontsize=9];\n", a->src, a->src_round, a->dst, a->dst_round, sz);
+        if (a->flag)
+            fprintf(out, "  r%u_%u -> r%u_%u [label=\"signal\", color=\"#b35900\", style=dashed, fontsize=9];\n", a->src, a->src_round,
+                    a->dst, a->dst_round);
+        else
+            fprintf(out, "  r%u_%u -> r%u_%u [label=\"%s\", color=\"#2d4a7a\", fontsize=9];\n", a->src, a->src_round, a->dst,
+                    a->dst_round, sz);
     }
     fprintf(out, "}\n");
 }
@@ -216,10 +239,14 @@ static void text(const picture *pic, const char *title, int64_t p, FILE *out)
     if (!m) return;
     for (uint32_t c = 0; c < steps; c++) {
         memset(m, 0, (size_t)(p * p) * sizeof *m);
-        uint64_t total = 0, n = 0, widest = 1;
+        uint64_t total = 0, n = 0, widest = 1, nflags = 0;
         for (size_t i = 0; i < pic->narrows; i++) {
             const arrow *a = &pic->arrows[i];
             if ((uint32_t)(a->sent + 0.5) != c) continue;
+            if (a->flag) {
+                nflags++;
+                continue;
+            }
             m[a->src * p + a->dst] += a->bytes;
             total += a->bytes;
             n++;
@@ -231,8 +258,10 @@ static void text(const picture *pic, const char *title, int64_t p, FILE *out)
         uint64_t reduced = 0, copied = 0;
         for (size_t i = 0; i < pic->nboxes; i++)
             if ((uint32_t)(pic->boxes[i].start + 0.5) == c) reduced += pic->boxes[i].reduced, copied += pic->boxes[i].copied;
-        fprintf(out, "\nstep %u: %" PRIu64 " messages, %" PRIu64 " bytes; %" PRIu64 " bytes reduced, %" PRIu64 " copied\n", c, n, total,
+        fprintf(out, "\nstep %u: %" PRIu64 " messages, %" PRIu64 " bytes; %" PRIu64 " bytes reduced, %" PRIu64 " copied", c, n, total,
                 reduced, copied);
+        if (nflags) fprintf(out, "; %" PRIu64 " signals", nflags);
+        fprintf(out, "\n");
         if (!n) continue;
         fprintf(out, "%9s", "from\\to");
         for (int64_t d = 0; d < p; d++) fprintf(out, "%*" PRId64, w, d);
@@ -258,7 +287,7 @@ int draw_schedule(const sched_lib *lib, const sched_def *s, const sim_args *a, c
     }
     sim_model unit = {.alpha = 1, .min_round = 1, .any_port = 1};
     picture pic = {0};
-    sim_hooks hooks = {&pic, on_round, on_message};
+    sim_hooks hooks = {&pic, on_round, on_message, on_flag};
     sim_args args = *a;
     args.record_hops = 0;
     sim_result res;
@@ -267,9 +296,11 @@ int draw_schedule(const sched_lib *lib, const sched_def *s, const sim_args *a, c
                                    (long long)a->p, (long long)a->count);
     if (rc == SIM_OK && pic.nomem) diag_error(d, s->src, s->at, "out of memory drawing '%s'", s->name);
     if (rc == SIM_OK && !pic.nomem) {
-        char title[256];
-        snprintf(title, sizeof title, "%s: p = %lld, count = %lld (%s%s), %u rounds, %" PRIu64 " messages, %" PRIu64 " bytes", s->name,
-                 (long long)a->p, (long long)a->count, type_name, a->inplace ? ", in place" : "", res.nrounds, res.messages, res.bytes);
+        char title[300], flags[40] = "";
+        if (res.flags) snprintf(flags, sizeof flags, ", %" PRIu64 " signals", res.flags);
+        snprintf(title, sizeof title, "%s: p = %lld, count = %lld (%s%s), %u rounds, %" PRIu64 " messages, %" PRIu64 " bytes%s", s->name,
+                 (long long)a->p, (long long)a->count, type_name, a->inplace ? ", in place" : "", res.nrounds, res.messages, res.bytes,
+                 flags);
         if (format == DRAW_SVG) svg(&pic, title, a->p, out);
         else if (format == DRAW_DOT) dot(&pic, title, out);
         else text(&pic, title, a->p, out);

@@ -20,6 +20,7 @@ typedef struct {
     const fail_model *m;
     fail_state *st;
     const uint32_t *limit;
+    uint32_t dead;       /* the rank whose memory peers cannot reach, or UINT32_MAX */
     sim_net net;         /* the posted operations (post), the ranks ready to advance */
     uint32_t round[FAIL_MAX_P], pending[FAIL_MAX_P];
     uint8_t issued[FAIL_MAX_P];
@@ -62,32 +63,48 @@ static void add_cut(uint64_t *c, size_t *n, uint64_t off, uint64_t len, uint64_t
     c[(*n)++] = (off + len) / es;
 }
 
-/* Cuts each slot at every offset its program touches, then writes the rank's input. */
+/* The rank and slot an operand names: a peer's (SLOT_PEER) or the rank's own. An in-place
+ * rank's sendbuf is its receive buffer, for peers as for itself. */
+static uint32_t owner_of(const fail_model *m, uint32_t r, const nbc_insn *in, int k, int *slot)
+{
+    unsigned raw = prog_operand_slot(in, k);
+    *slot = (int)SLOT_INDEX(raw);
+    if (!(raw & SLOT_PEER)) return r;
+    if (*slot == SLOT_SEND && m->base.inplace) *slot = SLOT_RECV;
+    return (uint32_t)in->peer;
+}
+
+/* Cuts each slot at every offset a program (its own, or a peer's operands naming it) touches,
+ * then writes the rank's input. */
 static int setup(run *v, uint32_t r)
 {
     const fail_model *m = v->m;
     const nbc_program *prog = m->prog[r];
-    uint64_t es = prog->esize;
+    uint64_t es = prog->esize, all = 0;
+    for (int64_t q = 0; q < m->base.p; q++) all += m->prog[q]->ninsns;
     coll_shape sh = collective_shape(COLL_ALLREDUCE, m->base.p, r, 0, m->base.count, m->base.inplace);
-    uint64_t len[SLOT_COUNT_] = {m->base.inplace ? 0 : (uint64_t)sh.send_len, (uint64_t)sh.recv_len, prog->scratch / es};
+    uint64_t len[SLOT_COUNT_] = {m->base.inplace ? 0 : (uint64_t)sh.send_len, (uint64_t)sh.recv_len, prog->scratch / es,
+                                 prog->shared_bytes / es};
     uint64_t *cut[SLOT_COUNT_];
     size_t n[SLOT_COUNT_] = {0};
     int rc = 0;
     for (int s = 0; s < SLOT_COUNT_; s++) {
-        cut[s] = malloc((4 + 6 * (size_t)prog->ninsns) * sizeof **cut);
+        cut[s] = malloc((4 + 6 * (size_t)all) * sizeof **cut);
         if (!cut[s]) rc = -1;
     }
     if (rc) {
         for (int s = 0; s < SLOT_COUNT_; s++) free(cut[s]);
         return -1;
     }
-    const nbc_insn *in = prog_insns(prog);
-    for (uint32_t i = 0; i < prog->ninsns; i++)
-        for (int o = 0; o < 3; o++)
-            if (prog_operands(in[i].op) >> o & 1) {
-                unsigned s = prog_operand_slot(&in[i], o);
-                add_cut(cut[s], &n[s], prog_operand_off(&in[i], o), in[i].len, es);
+    for (int64_t q = 0; q < m->base.p; q++) {
+        const nbc_insn *in = prog_insns(m->prog[q]);
+        for (uint32_t i = 0; i < m->prog[q]->ninsns; i++)
+            for (int o = 0; o < 3; o++) {
+                int s;
+                if (prog_operands(in[i].op) >> o & 1 && owner_of(m, (uint32_t)q, &in[i], o, &s) == r)
+                    add_cut(cut[s], &n[s], prog_operand_off(&in[i], o), in[i].len, es);
             }
+    }
     for (int s = 0; s < SLOT_COUNT_; s++)
         if (sym_buf_init(&v->st->buf[r][s], len[s], cut[s], n[s])) rc = -1;
     sym_piece x = {.len = (uint64_t)m->base.count, .sum = 1ull << r, .cnt = 1, .lo = r, .hi = r + 1};
@@ -162,35 +179,60 @@ static int combine(const sym_list *B, const sym_list *A, sym_list *out)
     return 0;
 }
 
+/* Flags: the k-th SIGNAL from r to peer meets peer's k-th WAIT on r, in their own channel. */
+static void raise_signal(run *v, uint32_t r, uint32_t peer, uint32_t pc)
+{
+    post me = {r, pc, NULL, 0}, w;
+    if (net_take(&v->net, r, net_flags(peer), SIDE_RECV, &w)) matched(v, peer);
+    else if (net_post(&v->net, r, net_flags(peer), SIDE_SEND, &me)) v->nomem = 1;
+}
+
+static void arm_wait(run *v, uint32_t r, uint32_t peer, uint32_t pc)
+{
+    post me = {r, pc, NULL, 0}, sig;
+    v->pending[r]++;
+    if (net_take(&v->net, peer, net_flags(r), SIDE_SEND, &sig)) matched(v, r);
+    else if (net_post(&v->net, peer, net_flags(r), SIDE_RECV, &me)) v->nomem = 1;
+}
+
 static void issue(run *v, uint32_t r)
 {
     const nbc_program *prog = v->m->prog[r];
-    sym_buf *buf = v->st->buf[r];
     uint64_t es = prog->esize;
     for (uint32_t pc = prog_rounds(prog)[v->round[r]]; pc < prog_rounds(prog)[v->round[r] + 1] && !v->nomem; pc++) {
         const nbc_insn *in = &prog_insns(prog)[pc];
-        uint64_t a_lo = in->a_off / es, a_hi = (in->a_off + in->len) / es, b_lo = in->b_off / es;
+        uint64_t n = in->len / es, lo[3];
+        sym_buf *buf[3];
+        int dead = 0;
+        for (int o = 0; o < 3; o++) {
+            int s;
+            uint32_t q = owner_of(v->m, r, in, o, &s);
+            buf[o] = &v->st->buf[q][s];
+            lo[o] = prog_operand_off(in, o) / es;
+            dead |= (prog_operands(in->op) >> o & 1) && q != r && q == v->dead;
+        }
+        if (dead) { /* a dead rank's memory: blocked for good, like a receive from it */
+            v->pending[r]++;
+            return;
+        }
         v->t1.n = v->t2.n = v->t3.n = 0;
         int rc = 0;
         switch (in->op) {
-        case OP_COPY:
-            rc = sym_read(&buf[in->b_slot], b_lo, b_lo + (a_hi - a_lo), &v->t1) ||
-                 sym_write(&buf[in->a_slot], a_lo, a_hi, v->t1.v, v->t1.n, pc);
-            break;
+        case OP_COPY: rc = sym_read(buf[1], lo[1], lo[1] + n, &v->t1) || sym_write(buf[0], lo[0], lo[0] + n, v->t1.v, v->t1.n, pc); break;
         case OP_REDUCE:
         case OP_COMBINE: {
-            int c_slot = in->op == OP_COMBINE ? in->c_slot : in->a_slot;
-            uint64_t c_lo = in->op == OP_COMBINE ? in->c_off / es : a_lo;
-            rc = sym_read(&buf[in->b_slot], b_lo, b_lo + (a_hi - a_lo), &v->t1) ||
-                 sym_read(&buf[c_slot], c_lo, c_lo + (a_hi - a_lo), &v->t2) || combine(&v->t1, &v->t2, &v->t3) ||
-                 sym_write(&buf[in->a_slot], a_lo, a_hi, v->t3.v, v->t3.n, pc);
+            int c = in->op == OP_COMBINE ? 2 : 0; /* the right operand: a itself, or c */
+            rc = sym_read(buf[1], lo[1], lo[1] + n, &v->t1) || sym_read(buf[c], lo[c], lo[c] + n, &v->t2) ||
+                 combine(&v->t1, &v->t2, &v->t3) || sym_write(buf[0], lo[0], lo[0] + n, v->t3.v, v->t3.n, pc);
             break;
         }
         case OP_SEND:
-            rc = sym_read(&buf[in->a_slot], a_lo, a_hi, &v->t1);
+            rc = sym_read(buf[0], lo[0], lo[0] + n, &v->t1);
             if (!rc) post_send(v, r, pc, in, &v->t1);
             break;
         case OP_RECV: post_recv(v, r, pc, in); break;
+        case OP_SIGNAL: raise_signal(v, r, (uint32_t)in->peer, pc); break;
+        case OP_WAIT: arm_wait(v, r, (uint32_t)in->peer, pc); break;
         }
         if (rc) v->nomem = 1;
     }
@@ -218,10 +260,10 @@ static void drop(void *item)
     free(((post *)item)->data);
 }
 
-int fail_run(const fail_model *m, const uint32_t *limit, fail_state *st)
+int fail_run(const fail_model *m, const uint32_t *limit, uint32_t dead, fail_state *st)
 {
     memset(st, 0, sizeof *st);
-    run v = {.m = m, .st = st, .limit = limit};
+    run v = {.m = m, .st = st, .limit = limit, .dead = dead};
     uint32_t p = (uint32_t)m->base.p;
     if (net_init(&v.net, p, sizeof(post))) {
         net_free(&v.net, NULL);

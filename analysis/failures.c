@@ -199,7 +199,7 @@ int fail_case_run(const fail_model *m, uint32_t f, uint32_t k, fail_case *out, F
     g.mk = (marks){calloc(n + 1, 8), calloc(n + 1, 8), calloc(n + 1, 8), calloc(n + 1, 8)};
     fail_state *st = calloc(1, sizeof *st);
     recs rs = {0};
-    int rc = st && g.mk.lost && g.mk.done && g.mk.tainted && g.mk.need ? fail_run(m, limit, st) : -1;
+    int rc = st && g.mk.lost && g.mk.done && g.mk.tainted && g.mk.need ? fail_run(m, limit, f, st) : -1;
     for (uint32_t s = 0; s < p && !rc; s++)
         if (s != f) rc = collect(st, s, &rs);
     if (!rc && rs.n) qsort(rs.v, rs.n, sizeof *rs.v, by_elem);
@@ -234,7 +234,7 @@ int fail_holders_min(const fail_model *m, uint32_t k, uint32_t *min_holders)
     fail_state *st = calloc(1, sizeof *st);
     uint64_t *holders = calloc(n + 1, sizeof *holders);
     recs rs = {0};
-    int rc = st && holders ? fail_run(m, limit, st) : -1;
+    int rc = st && holders ? fail_run(m, limit, UINT32_MAX, st) : -1;
     for (uint32_t s = 0; s < p && !rc; s++) rc = collect(st, s, &rs);
     for (size_t i = 0; i < rs.n && !rc; i++)
         if (rs.v[i].mask == full) holders[rs.v[i].e] |= 1ull << rs.v[i].s;

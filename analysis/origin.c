@@ -32,7 +32,8 @@ static void walk_calls(search *q, const node *n)
 static int holds(const search *q, const node *n)
 {
     for (; n; n = n->next) {
-        if ((n->kind == N_SEND || n->kind == N_RECV || n->kind == N_COPY || n->kind == N_REDUCE) &&
+        if ((n->kind == N_SEND || n->kind == N_RECV || n->kind == N_COPY || n->kind == N_REDUCE || n->kind == N_SIGNAL ||
+             n->kind == N_WAIT) &&
             n->at.line == q->at.line && n->at.col == q->at.col)
             return 1;
         if (n->kind >= N_LET && n->kind != N_CALL && (holds(q, n->a) || holds(q, n->b) || holds(q, n->c) || holds(q, n->d)))

@@ -4,7 +4,13 @@
  * order. A send carries a snapshot of its bytes (symbolic pieces), taken when it is
  * posted: the race check guarantees nothing writes them while it is in flight. A round ends
  * when all its messages are matched (as with MPI, a send may need its receive to complete), and
- * a rank that ends its last round has its result checked and its memory freed. */
+ * a rank that ends its last round has its result checked and its memory freed.
+ *
+ * Shared memory (PROG_SHARED): SIGNAL and WAIT meet the same way in the pair's flag channel;
+ * peer operands read and write the peer's symbolic buffers, and every access to a send or
+ * receive buffer or a shared scratch is checked against the others by happens-before (hb.h). A shared run keeps
+ * every rank until all have ended, since peers may still name a finished rank's buffers (an
+ * error, which needs its program to be reported), and checks the results then. */
 #include "verify.h"
 
 #include <inttypes.h>
@@ -16,6 +22,7 @@
 #include "collectives.h"
 #include "compile.h"
 #include "disasm.h"
+#include "hb.h"
 #include "origin.h"
 #include "progcheck.h"
 #include "simnet.h"
@@ -24,12 +31,23 @@
 enum { SIDE_SEND, SIDE_RECV };
 
 typedef struct {
+    uint64_t *v;
+    size_t n, cap;
+} cut_list;
+
+typedef struct {
     nbc_program *prog;
     sym_buf buf[NBC_MAX_SLOTS];
     uint32_t round;      /* the round being run (or next to run when not issued) */
-    uint32_t pending;    /* its messages of that round not yet matched */
+    uint32_t pending;    /* its messages (and WAITs) of that round not yet matched */
     uint8_t issued, done;
     uint64_t *heard;     /* barrier: the ranks it has heard from, directly or through others */
+    uint64_t own_lo;     /* where sendbuf lies in recvbuf when in place (elements) */
+    /* shared memory (hb.h) */
+    cut_list pcut[SLOT_COUNT_]; /* offsets of its buffers that peers' operands use */
+    hb_cell *cells[SLOT_COUNT_]; /* per cell of the buffers peers can name: the accesses */
+    uint32_t *clk;       /* per round k: the clock at its start (p entries), then at the end */
+    uint32_t *inc;       /* what the current round's matched WAITs and RECVs bring */
 } vrank;
 
 typedef struct {         /* a posted, unmatched operation waiting in a channel */
@@ -38,6 +56,8 @@ typedef struct {         /* a posted, unmatched operation waiting in a channel *
     sym_piece *data;     /* a send's contents */
     size_t n;
     uint64_t *heard;     /* barrier: what its sender had heard of when it sent */
+    const uint32_t *clk; /* shared memory: its sender's clock when its round started ... */
+    uint32_t own;        /* ... and its own epoch when posted */
 } vpost;
 
 typedef struct {
@@ -52,6 +72,7 @@ typedef struct {
     int64_t p;
     int64_t nbufs;       /* a multi-buffer call's buffers per rank, else 1 */
     int nslots;          /* slots in use: sendbuf, recvbuf, scratch, other buffers */
+    int shared;          /* a program is PROG_SHARED: clocks and access checks (hb.h) */
     uint64_t ncontrib;   /* contributions: p · nbufs, numbered rank-major */
     vrank *rk;
     sim_net net;         /* the posted operations (vpost), the ranks ready to advance */
@@ -96,19 +117,31 @@ static uint32_t round_of(const nbc_program *prog, uint32_t pc)
     return lo;
 }
 
+/* An operand's buffer: "recvbuf", or "sendbuf@3" for rank 3's. */
+static const char *opnd_name(const nbc_insn *in, int k, char *out, size_t size)
+{
+    unsigned slot = prog_operand_slot(in, k);
+    if (!(slot & SLOT_PEER)) return prog_slot_name((int)slot);
+    snprintf(out, size, "%s@%d", prog_slot_name((int)SLOT_INDEX(slot)), in->peer);
+    return out;
+}
+
 static void describe(const nbc_insn *in, char *out, size_t size)
 {
     const nbc_opinfo *op = prog_opinfo(in->op);
-    if (op->message)
-        snprintf(out, size, "%s %" PRIu64 " bytes at %s+%" PRIu64 " %s rank %d", op->name, in->len, prog_slot_name(in->a_slot),
+    char a[32], b[32], c[32];
+    if (op->flag)
+        snprintf(out, size, "%s %s rank %d", op->name, in->op == OP_SIGNAL ? "to" : "on", in->peer);
+    else if (op->message)
+        snprintf(out, size, "%s %" PRIu64 " bytes at %s+%" PRIu64 " %s rank %d", op->name, in->len, opnd_name(in, 0, a, sizeof a),
                  in->a_off, op->writes ? "from" : "to", in->peer);
     else if (prog_operands(in->op) & OPND_C) /* COMBINE: a from c, with b */
         snprintf(out, size, "%s %" PRIu64 " bytes at %s+%" PRIu64 " from %s+%" PRIu64 " with %s+%" PRIu64, op->name, in->len,
-                 prog_slot_name(in->a_slot), in->a_off, prog_slot_name(in->c_slot), in->c_off, prog_slot_name(in->b_slot),
+                 opnd_name(in, 0, a, sizeof a), in->a_off, opnd_name(in, 2, c, sizeof c), in->c_off, opnd_name(in, 1, b, sizeof b),
                  in->b_off);
     else /* COPY from b, REDUCE with b */
-        snprintf(out, size, "%s %" PRIu64 " bytes at %s+%" PRIu64 " %s %s+%" PRIu64, op->name, in->len, prog_slot_name(in->a_slot),
-                 in->a_off, op->reduces ? "with" : "from", prog_slot_name(in->b_slot), in->b_off);
+        snprintf(out, size, "%s %" PRIu64 " bytes at %s+%" PRIu64 " %s %s+%" PRIu64, op->name, in->len, opnd_name(in, 0, a, sizeof a),
+                 in->a_off, op->reduces ? "with" : "from", opnd_name(in, 1, b, sizeof b), in->b_off);
 }
 
 static loc where(const vctx *v, uint32_t rank, uint32_t pc)
@@ -200,18 +233,61 @@ static vshape shape_of(const vctx *v, int64_t rank)
     return s;
 }
 
-/* Cuts every slot at each offset the program touches, and fills in the initial contents. */
+/* The buffers peers can name, whose accesses are checked: send, receive, shared scratch. */
+static int nameable(int slot) { return slot == SLOT_SEND || slot == SLOT_RECV || slot == SLOT_SHARED; }
+
+static const char *buffer_name(int slot, char *space, size_t size)
+{
+    return slot == SLOT_SHARED ? "shared scratch" : prog_buffer_name(slot, space, size);
+}
+
+/* Where an operand lies: its owner (the rank, or the peer for SLOT_PEER), slot and first
+ * element. An in-place rank's sendbuf lies in its receive buffer, for peers as for itself. */
+typedef struct {
+    uint32_t rank;
+    int slot;
+    uint64_t lo;
+} vref;
+
+static vref resolve(const vctx *v, uint32_t r, const nbc_insn *in, int k)
+{
+    unsigned slot = prog_operand_slot(in, k);
+    vref x = {r, (int)slot, prog_operand_off(in, k) / (uint64_t)v->a->base.esize};
+    if (slot & SLOT_PEER) {
+        x.rank = (uint32_t)in->peer;
+        x.slot = (int)SLOT_INDEX(slot);
+        if (x.slot == SLOT_SEND && inplace_at(v, x.rank)) x.slot = SLOT_RECV, x.lo += v->rk[x.rank].own_lo;
+    }
+    return x;
+}
+
+static int cut_add(cut_list *l, uint64_t x)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 16;
+        uint64_t *t = realloc(l->v, cap * sizeof *t);
+        if (!t) return -1;
+        l->v = t;
+        l->cap = cap;
+    }
+    l->v[l->n++] = x;
+    return 0;
+}
+
+/* Cuts every slot at each offset the program, and peers' operands naming it, touch, and fills
+ * in the initial contents. */
 static int setup_buffers(vctx *v, uint32_t rank, const vshape *sh)
 {
     vrank *k = &v->rk[rank];
     const nbc_program *prog = k->prog;
-    uint64_t es = prog->esize, len[NBC_MAX_SLOTS] = {sh->send, sh->recv, prog->scratch / es};
+    uint64_t es = prog->esize, len[NBC_MAX_SLOTS] = {sh->send, sh->recv, prog->scratch / es, prog->shared_bytes / es};
     size_t n[NBC_MAX_SLOTS] = {0};
     for (int s = SLOT_EXTRA; s < v->nslots; s++) len[s] = sh->extra;
     const nbc_insn *in = prog_insns(prog);
     for (uint32_t i = 0; i < prog->ninsns; i++)
         for (int o = 0; o < 3; o++)
-            if (prog_operands(in[i].op) >> o & 1) n[prog_operand_slot(&in[i], o)] += 2;
+            if (prog_operands(in[i].op) >> o & 1 && !(prog_operand_slot(&in[i], o) & SLOT_PEER)) n[prog_operand_slot(&in[i], o)] += 2;
+    for (int s = 0; s < SLOT_COUNT_; s++) n[s] += k->pcut[s].n;
     uint64_t *cuts[NBC_MAX_SLOTS] = {0};
     int nomem = 0;
     for (int s = 0; s < v->nslots; s++) {
@@ -225,17 +301,21 @@ static int setup_buffers(vctx *v, uint32_t rank, const vshape *sh)
     }
     for (uint32_t i = 0; i < prog->ninsns; i++)
         for (int o = 0; o < 3; o++) {
-            if (!(prog_operands(in[i].op) >> o & 1)) continue;
             unsigned s = prog_operand_slot(&in[i], o);
+            if (!(prog_operands(in[i].op) >> o & 1) || (s & SLOT_PEER)) continue;
             uint64_t off = prog_operand_off(&in[i], o);
             cuts[s][n[s]++] = off / es;
             cuts[s][n[s]++] = (off + in[i].len) / es;
         }
+    for (int s = 0; s < SLOT_COUNT_; s++)
+        for (size_t i = 0; i < k->pcut[s].n; i++) cuts[s][n[s]++] = k->pcut[s].v[i];
     cuts[SLOT_RECV][n[SLOT_RECV]++] = sh->own_lo;
     cuts[SLOT_RECV][n[SLOT_RECV]++] = sh->own_hi;
     int rc = 0;
     for (int s = 0; s < v->nslots; s++)
         if (sym_buf_init(&k->buf[s], len[s], cuts[s], n[s])) rc = -1;
+    for (int s = 0; s < SLOT_COUNT_ && v->shared && !rc; s++)
+        if (nameable(s) && !(k->cells[s] = calloc(k->buf[s].ncells + 1, sizeof *k->cells[s]))) rc = -1;
     if (rc) return rc;
     uint32_t me = (uint32_t)(rank * v->nbufs); /* the rank's first contribution */
     if (sh->send) {
@@ -255,11 +335,20 @@ static int setup_buffers(vctx *v, uint32_t rank, const vshape *sh)
 
 static void release(vrank *k)
 {
+    for (int s = 0; s < SLOT_COUNT_; s++) {
+        hb_cells_free(k->cells[s], k->buf[s].ncells + 1);
+        free(k->pcut[s].v);
+        k->cells[s] = NULL;
+        k->pcut[s] = (cut_list){0};
+    }
     for (int s = 0; s < NBC_MAX_SLOTS; s++) sym_buf_free(&k->buf[s]);
     free(k->prog);
     free(k->heard);
+    free(k->clk);
+    free(k->inc);
     k->prog = NULL;
     k->heard = NULL;
+    k->clk = k->inc = NULL;
 }
 
 /* Compiles and checks one rank's program on its own. */
@@ -277,10 +366,12 @@ static int load_rank(vctx *v, const sched_lib *lib, uint32_t rank)
         return -1;
     }
     vshape sh = shape_of(v, rank);
-    uint64_t es = (uint64_t)a->base.esize, bytes[NBC_MAX_SLOTS] = {sh.send * es, sh.recv * es, k->prog->scratch};
+    k->own_lo = sh.own_lo;
+    uint64_t es = (uint64_t)a->base.esize,
+             bytes[NBC_MAX_SLOTS] = {sh.send * es, sh.recv * es, k->prog->scratch, k->prog->shared_bytes};
     for (int s = SLOT_EXTRA; s < v->nslots; s++) bytes[s] = sh.extra * es;
     prog_fault f;
-    rc = prog_check(k->prog, a->base.p, bytes, v->nslots, &f);
+    rc = prog_check_rank(k->prog, a->base.p, rank, bytes, v->nslots, &f);
     if (rc < 0) {
         nomem(v);
         return -1;
@@ -294,20 +385,65 @@ static int load_rank(vctx *v, const sched_lib *lib, uint32_t rank)
         fail_at(v, rank, UINT32_MAX, "scratch of %" PRIu64 " bytes is not a whole number of elements", k->prog->scratch);
         return -1;
     }
-    if (setup_buffers(v, rank, &sh)) {
-        nomem(v);
-        return -1;
-    }
-    if (v->heard_words) {
-        k->heard = calloc(v->heard_words, sizeof *k->heard);
-        if (!k->heard) {
-            nomem(v);
-            return -1;
-        }
-        k->heard[rank / 64] |= 1ull << (rank % 64);
-    }
+    v->shared |= (k->prog->flags & PROG_SHARED) != 0;
     v->st.programs++;
     v->st.insns += k->prog->ninsns;
+    return 0;
+}
+
+/* A shared-memory program's peer operands (prog_check_rank has checked the rest): within the
+ * peer's own buffers; their offsets become cuts of the peer's buffers. */
+static int check_peers(vctx *v, uint32_t r)
+{
+    const nbc_program *prog = v->rk[r].prog;
+    uint64_t es = prog->esize;
+    for (uint32_t pc = 0; pc < prog->ninsns; pc++) {
+        const nbc_insn *in = &prog_insns(prog)[pc];
+        for (int o = 0; o < 3; o++) {
+            if (!(prog_operands(in->op) >> o & 1) || !(prog_operand_slot(in, o) & SLOT_PEER)) continue;
+            vref x = resolve(v, r, in, o);
+            vshape sh = shape_of(v, x.rank);
+            uint64_t len = x.slot == SLOT_SEND   ? sh.send
+                           : x.slot == SLOT_RECV ? sh.recv
+                                                 : v->rk[x.rank].prog->shared_bytes / es,
+                     hi = x.lo + in->len / es;
+            if (hi > len) {
+                char name[24];
+                fail_at(v, r, pc, "%s elements [%" PRIu64 ", %" PRIu64 ") of rank %u's %s, which holds %" PRIu64 " elements",
+                        prog_opinfo(in->op)->writes >> o & 1 ? "writes" : "reads", x.lo, hi, x.rank,
+                        buffer_name(x.slot, name, sizeof name), len);
+                return -1;
+            }
+            if (cut_add(&v->rk[x.rank].pcut[x.slot], x.lo) || cut_add(&v->rk[x.rank].pcut[x.slot], hi)) {
+                nomem(v);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Buffers, barrier sets and clocks, once every program is loaded. */
+static int ready_rank(vctx *v, uint32_t rank)
+{
+    vrank *k = &v->rk[rank];
+    vshape sh = shape_of(v, rank);
+    if (setup_buffers(v, rank, &sh)) return -1;
+    if (v->heard_words) {
+        k->heard = calloc(v->heard_words, sizeof *k->heard);
+        if (!k->heard) return -1;
+        k->heard[rank / 64] |= 1ull << (rank % 64);
+        if (k->prog->flags & PROG_AGREE) /* the runtime's agreement: every rank has arrived */
+            for (int64_t q = 0; q < v->p; q++) k->heard[q / 64] |= 1ull << (q % 64);
+    }
+    if (v->shared) {
+        size_t p = (size_t)v->p;
+        k->clk = calloc((k->prog->nrounds + 1) * p, sizeof *k->clk);
+        k->inc = calloc(p, sizeof *k->inc);
+        if (!k->clk || !k->inc) return -1;
+        /* the runtime's agreement: a PROG_AGREE program starts after every rank has */
+        for (size_t q = 0; q < p && (k->prog->flags & PROG_AGREE); q++) k->clk[q] = 1;
+    }
     return 0;
 }
 
@@ -371,6 +507,122 @@ static void combine(vctx *v, uint32_t rank, uint32_t pc, const sym_list *B, cons
     }
 }
 
+/* ---- shared memory: clocks, accesses, flags (hb.h) ---- */
+
+/* The clock of rank r's current round, as it started (NULL unless shared). */
+static const uint32_t *clock_of(const vctx *v, uint32_t r)
+{
+    const vrank *k = &v->rk[r];
+    return k->clk ? k->clk + (size_t)k->round * (size_t)v->p : NULL;
+}
+
+/* What a matched SIGNAL or message brings to rank r by the end of its round. */
+static void join(vctx *v, uint32_t r, const vpost *from)
+{
+    if (from->clk && v->rk[r].inc) hb_join(v->rk[r].inc, from->clk, (uint32_t)v->p, from->rank, from->own);
+}
+
+/* "rank 1's recvbuf elements [0, 4)" */
+static void range_text(uint32_t owner, int slot, uint64_t lo, uint64_t hi, char *out, size_t size)
+{
+    char name[24];
+    snprintf(out, size, "rank %u's %s elements [%" PRIu64 ", %" PRIu64 ")", owner, buffer_name(slot, name, sizeof name), lo, hi);
+}
+
+static void after_return(vctx *v, uint32_t who, uint32_t pc, int writes, uint32_t owner, const char *what)
+{
+    fail_at(v, who, pc, "%s %s after rank %u may have returned: nothing orders the access before the end of rank %u's program, when its buffers are its application's again",
+            writes ? "writes" : "reads", what, owner, owner);
+}
+
+/* Rank who's access (pc; epoch to record) to elements [x.lo, hi) of a send or receive buffer:
+ * it must be ordered with every other rank's access to them unless both read, and come before
+ * the owner's program ends. */
+static void track(vctx *v, uint32_t who, uint32_t pc, vref x, uint64_t hi, int writes, uint32_t epoch)
+{
+    if (!v->shared || !nameable(x.slot) || v->failed || x.lo == hi) return;
+    vrank *o = &v->rk[x.rank];
+    sym_buf *b = &o->buf[x.slot];
+    char what[96];
+    if (o->done && x.slot != SLOT_SHARED) { /* it ended before this access in this run, so the access cannot come first */
+        range_text(x.rank, x.slot, x.lo, hi, what, sizeof what);
+        after_return(v, who, pc, writes, x.rank, what);
+        return;
+    }
+    for (int64_t c = sym_cell_at(b, x.lo); c >= 0 && c < (int64_t)b->ncells && b->cut[c] < hi; c++) {
+        hb_access other;
+        int rc = hb_access_cell(&o->cells[x.slot][c], who, pc, epoch, writes, clock_of(v, who), &other);
+        if (rc < 0) {
+            nomem(v);
+            return;
+        }
+        if (rc > 0) {
+            range_text(x.rank, x.slot, b->cut[c], b->cut[c + 1], what, sizeof what);
+            fail_at(v, who, pc, "race: %s %s, and rank %u (round %u, pc %u) %s them; neither happens before the other (no chain of SIGNAL and WAIT or messages orders them)",
+                    writes ? "writes" : "reads", what, other.rank, round_of(v->rk[other.rank].prog, other.pc), other.pc,
+                    rc == HB_WRITE ? "writes" : "reads");
+            note_at(v, other.rank, other.pc, "the other access");
+            return;
+        }
+    }
+}
+
+/* At the end of owner's program: every access of another rank to its send and receive buffers
+ * came before (its shared scratch outlives the program: the runtime keeps it until every rank
+ * has ended the call). */
+static void check_returned(vctx *v, uint32_t owner)
+{
+    vrank *o = &v->rk[owner];
+    const uint32_t *clk = o->clk + (size_t)o->prog->nrounds * (size_t)v->p;
+    for (int s = 0; s < 2 && !v->failed; s++)
+        for (uint32_t c = 0; c < o->buf[s].ncells && !v->failed; c++) {
+            hb_access bad;
+            int rc = hb_unknown(&o->cells[s][c], owner, clk, &bad);
+            if (!rc) continue;
+            char what[96];
+            range_text(owner, s, o->buf[s].cut[c], o->buf[s].cut[c + 1], what, sizeof what);
+            after_return(v, bad.rank, bad.pc, rc == HB_WRITE, owner, what);
+        }
+}
+
+/* The last writer of a cell of rank's buffer: rank and pc (SYM_INITIAL: its initial contents). */
+static void last_writer(const vctx *v, uint32_t rank, int slot, uint32_t c, uint32_t *wrank, uint32_t *wpc)
+{
+    const vrank *k = &v->rk[rank];
+    *wrank = rank;
+    *wpc = k->buf[slot].cell[c].writer;
+    if (slot < SLOT_COUNT_ && k->cells[slot]) { /* shared: maybe a peer */
+        const hb_cell *h = &k->cells[slot][c];
+        *wrank = h->has_w ? h->w.rank : rank;
+        *wpc = h->has_w ? h->w.pc : SYM_INITIAL;
+    }
+}
+
+static void raise_signal(vctx *v, uint32_t r, uint32_t pc, const nbc_insn *in)
+{
+    uint32_t peer = (uint32_t)in->peer;
+    vpost me = {r, v->rk[r].round, pc, 0, NULL, 0, NULL, clock_of(v, r), hb_signal(pc)}, w;
+    if (net_take(&v->net, r, net_flags(peer), SIDE_RECV, &w)) {
+        join(v, peer, &me);
+        matched(v, peer);
+    } else if (net_post(&v->net, r, net_flags(peer), SIDE_SEND, &me)) {
+        nomem(v);
+    }
+}
+
+static void arm_wait(vctx *v, uint32_t r, uint32_t pc, const nbc_insn *in)
+{
+    uint32_t peer = (uint32_t)in->peer;
+    vpost me = {r, v->rk[r].round, pc, 0, NULL, 0, NULL, NULL, 0}, sig;
+    v->rk[r].pending++;
+    if (net_take(&v->net, peer, net_flags(r), SIDE_SEND, &sig)) {
+        join(v, r, &sig);
+        matched(v, r);
+    } else if (net_post(&v->net, peer, net_flags(r), SIDE_RECV, &me)) {
+        nomem(v);
+    }
+}
+
 /* A matched pair: the send's contents land in the receiver's buffer (and, for a barrier, what
  * the sender had heard of when it sent). */
 static void deliver(vctx *v, const vpost *snd, const sym_piece *data, size_t n, const uint64_t *heard, const vpost *rcv)
@@ -385,6 +637,7 @@ static void deliver(vctx *v, const vpost *snd, const sym_piece *data, size_t n, 
     uint64_t es = (uint64_t)v->a->base.esize;
     if (sym_write(&v->rk[rcv->rank].buf[in->a_slot], in->a_off / es, (in->a_off + in->len) / es, data, n, rcv->pc)) nomem(v);
     for (size_t i = 0; heard && i < v->heard_words; i++) v->rk[rcv->rank].heard[i] |= heard[i];
+    join(v, rcv->rank, snd);
     v->st.messages++;
     v->st.bytes += snd->len;
     matched(v, snd->rank);
@@ -393,7 +646,7 @@ static void deliver(vctx *v, const vpost *snd, const sym_piece *data, size_t n, 
 
 static void post_send(vctx *v, uint32_t r, uint32_t pc, const nbc_insn *in, const sym_list *data)
 {
-    vpost me = {r, v->rk[r].round, pc, in->len, NULL, 0, NULL};
+    vpost me = {r, v->rk[r].round, pc, in->len, NULL, 0, NULL, clock_of(v, r), hb_signal(pc)};
     uint32_t peer = (uint32_t)in->peer;
     v->rk[r].pending++;
     vpost rcv;
@@ -421,7 +674,7 @@ static void post_send(vctx *v, uint32_t r, uint32_t pc, const nbc_insn *in, cons
 
 static void post_recv(vctx *v, uint32_t r, uint32_t pc, const nbc_insn *in)
 {
-    vpost me = {r, v->rk[r].round, pc, in->len, NULL, 0, NULL};
+    vpost me = {r, v->rk[r].round, pc, in->len, NULL, 0, NULL, NULL, 0};
     uint32_t peer = (uint32_t)in->peer;
     v->rk[r].pending++;
     vpost snd;
@@ -439,34 +692,47 @@ static void issue(vctx *v, uint32_t r)
     vrank *k = &v->rk[r];
     const nbc_program *prog = k->prog;
     uint64_t es = prog->esize;
+    uint32_t end = hb_round_end(prog_rounds(prog), k->round); /* when its messages are done with */
     for (uint32_t pc = prog_rounds(prog)[k->round]; pc < prog_rounds(prog)[k->round + 1] && !v->failed; pc++) {
         const nbc_insn *in = &prog_insns(prog)[pc];
-        uint64_t a_lo = in->a_off / es, a_hi = (in->a_off + in->len) / es;
-        uint64_t b_lo = in->b_off / es, b_hi = (in->b_off + in->len) / es;
+        uint64_t n = in->len / es;
+        vref a = resolve(v, r, in, 0), b = resolve(v, r, in, 1);
         v->t1.n = v->t2.n = v->t3.n = 0;
         int rc = 0;
         switch (in->op) {
         case OP_COPY:
-            rc = sym_read(&k->buf[in->b_slot], b_lo, b_hi, &v->t1) ||
-                 sym_write(&k->buf[in->a_slot], a_lo, a_hi, v->t1.v, v->t1.n, pc);
+            track(v, r, pc, b, b.lo + n, 0, hb_insn(pc));
+            track(v, r, pc, a, a.lo + n, 1, hb_insn(pc));
+            if (v->failed) break;
+            rc = sym_read(&v->rk[b.rank].buf[b.slot], b.lo, b.lo + n, &v->t1) ||
+                 sym_write(&v->rk[a.rank].buf[a.slot], a.lo, a.lo + n, v->t1.v, v->t1.n, pc);
             break;
         case OP_REDUCE:
         case OP_COMBINE: {
             /* the right operand: a itself, or c for COMBINE */
-            int c_slot = in->op == OP_COMBINE ? in->c_slot : in->a_slot;
-            uint64_t c_lo = in->op == OP_COMBINE ? in->c_off / es : a_lo;
-            rc = sym_read(&k->buf[in->b_slot], b_lo, b_hi, &v->t1) ||
-                 sym_read(&k->buf[c_slot], c_lo, c_lo + (a_hi - a_lo), &v->t2);
+            vref c = in->op == OP_COMBINE ? resolve(v, r, in, 2) : a;
+            track(v, r, pc, b, b.lo + n, 0, hb_insn(pc));
+            if (in->op == OP_COMBINE) track(v, r, pc, c, c.lo + n, 0, hb_insn(pc));
+            track(v, r, pc, a, a.lo + n, 1, hb_insn(pc));
+            if (v->failed) break;
+            rc = sym_read(&v->rk[b.rank].buf[b.slot], b.lo, b.lo + n, &v->t1) ||
+                 sym_read(&v->rk[c.rank].buf[c.slot], c.lo, c.lo + n, &v->t2);
             if (rc) break;
             combine(v, r, pc, &v->t1, &v->t2, &v->t3);
-            if (!v->failed) rc = sym_write(&k->buf[in->a_slot], a_lo, a_hi, v->t3.v, v->t3.n, pc);
+            if (!v->failed) rc = sym_write(&v->rk[a.rank].buf[a.slot], a.lo, a.lo + n, v->t3.v, v->t3.n, pc);
             break;
         }
         case OP_SEND:
-            rc = sym_read(&k->buf[in->a_slot], a_lo, a_hi, &v->t1);
+            track(v, r, pc, a, a.lo + n, 0, end);
+            rc = sym_read(&k->buf[a.slot], a.lo, a.lo + n, &v->t1);
             if (!rc) post_send(v, r, pc, in, &v->t1);
             break;
-        case OP_RECV: post_recv(v, r, pc, in); break;
+        case OP_RECV:
+            track(v, r, pc, a, a.lo + n, 1, end);
+            post_recv(v, r, pc, in);
+            break;
+        case OP_SIGNAL: raise_signal(v, r, pc, in); break;
+        case OP_WAIT: arm_wait(v, r, pc, in); break;
         }
         if (rc) nomem(v);
     }
@@ -539,9 +805,13 @@ static void compare_tree(vctx *v, uint32_t rank, const sym_list *mine)
             const sym_buf *b = &v->rk[rank].buf[SLOT_RECV];
             int64_t c = 0;
             while ((uint64_t)c + 1 < b->ncells && b->cut[c + 1] <= pos) c++;
-            fail_at(v, rank, b->ncells ? b->cell[c].writer : UINT32_MAX,
-                    "recvbuf elements [%" PRIu64 ", %" PRIu64 ") group the operands differently than on rank %" PRId64 ": an 'ordered' schedule must give bit-identical results on every rank",
-                    pos, pos + l, v->ref_rank);
+            uint32_t wrank = rank, wpc = UINT32_MAX;
+            char whose[32] = "";
+            if (b->ncells) last_writer(v, rank, SLOT_RECV, (uint32_t)c, &wrank, &wpc);
+            if (wrank != rank) snprintf(whose, sizeof whose, "rank %u's ", rank);
+            fail_at(v, wrank, wpc,
+                    "%srecvbuf elements [%" PRIu64 ", %" PRIu64 ") group the operands differently than on rank %" PRId64 ": an 'ordered' schedule must give bit-identical results on every rank",
+                    whose, pos, pos + l, v->ref_rank);
             return;
         }
         sym_take(&x, l);
@@ -574,9 +844,13 @@ static void check_buffer(vctx *v, uint32_t rank, int slot, uint64_t out)
                 else if (got.sum != want.sum || got.cnt != want.cnt)
                     explain(v, &got, &want, why, sizeof why);
                 if (why[0]) {
-                    fail_at(v, rank, cell->writer, "%s elements [%" PRIu64 ", %" PRIu64 ") end wrong: they %s%s",
+                    uint32_t wrank, wpc;
+                    char whose[32] = "";
+                    last_writer(v, rank, slot, c, &wrank, &wpc);
+                    if (wrank != rank) snprintf(whose, sizeof whose, "rank %u's ", rank);
+                    fail_at(v, wrank, wpc, "%s%s elements [%" PRIu64 ", %" PRIu64 ") end wrong: they %s%s", whose,
                             prog_buffer_name(slot, name, sizeof name), pos, pos + l, why,
-                            cell->writer == SYM_INITIAL ? "" : " (this instruction wrote them last)");
+                            wpc == SYM_INITIAL ? "" : " (this instruction wrote them last)");
                     return;
                 }
                 sym_take(&got, l);
@@ -621,13 +895,19 @@ static void advance(vctx *v, uint32_t r)
     while (!k->done && !v->failed) {
         if (k->issued) {
             if (k->pending) return;
+            if (k->clk) { /* the next round knows what this one's WAITs and RECVs brought */
+                size_t p = (size_t)v->p;
+                uint32_t *now = k->clk + k->round * p, *next = now + p;
+                for (size_t q = 0; q < p; q++) next[q] = now[q] > k->inc[q] ? now[q] : k->inc[q];
+            }
             k->round++;
             k->issued = 0;
         }
         if (k->round == k->prog->nrounds) {
-            check_result(v, r);
+            if (v->shared) check_returned(v, r);
+            else check_result(v, r); /* shared: once all are done, when peers' late writes are reported */
             k->done = 1;
-            release(k);
+            if (!v->shared) release(k); /* shared: peers' accesses may still name it */
             return;
         }
         issue(v, r);
@@ -646,6 +926,7 @@ static void oldest(void *ctx, uint32_t src, uint32_t dst, int side, void *item)
 {
     stuck_scan *s = ctx;
     const vpost *w = item;
+    if ((dst & NET_FLAGS) && side == SIDE_SEND) return; /* a SIGNAL raised waits for nothing */
     uint32_t peer = side == SIDE_SEND ? dst : src;
     if (w->pc < s->pc[w->rank]) {
         s->pc[w->rank] = w->pc;
@@ -677,8 +958,10 @@ static void report_stuck(vctx *v)
         fail_at(v, r, UINT32_MAX, "stopped in round %u with nothing to wait for (internal error)", v->rk[r].round);
     } else if (!seen[r]) {
         const nbc_insn *in = &prog_insns(v->rk[r].prog)[pc[r]];
-        fail_at(v, r, pc[r], in->op == OP_SEND ? "unmatched send: rank %u finished without receiving it"
-                                               : "unmatched receive: rank %u finished without sending it",
+        fail_at(v, r, pc[r],
+                in->op == OP_SEND   ? "unmatched send: rank %u finished without receiving it"
+                : in->op == OP_WAIT ? "unmatched wait: rank %u finished without raising the matching signal, so this rank never completes"
+                                    : "unmatched receive: rank %u finished without sending it",
                 peer[r]);
     } else {
         /* r is on a cycle: list it from r */
@@ -689,7 +972,8 @@ static void report_stuck(vctx *v)
             if (n < 8) {
                 const nbc_insn *in = &prog_insns(v->rk[q].prog)[pc[q]];
                 len += (size_t)snprintf(text + len, sizeof text - len, "rank %u (round %u, pc %u: %s %s %d) waits for ", q,
-                                        v->rk[q].round, pc[q], prog_opcode_name(in->op), in->op == OP_SEND ? "to" : "from", in->peer);
+                                        v->rk[q].round, pc[q], prog_opcode_name(in->op),
+                                        in->op == OP_SEND ? "to" : in->op == OP_WAIT ? "on" : "from", in->peer);
             }
             n++;
             q = peer[q];
@@ -704,6 +988,16 @@ static void report_stuck(vctx *v)
     free(seen);
 }
 
+/* A SIGNAL left when every rank has finished: its flag would still be set in the next call. */
+static void unwaited(void *ctx, uint32_t src, uint32_t dst, int side, void *item)
+{
+    vctx *v = ctx;
+    if (v->failed || !(dst & NET_FLAGS) || side != SIDE_SEND) return;
+    const vpost *w = item;
+    fail_at(v, src, w->pc, "signal never waited for: rank %u finished without waiting for it, and a flag left set would corrupt the next call on this pair of ranks",
+            dst & ~NET_FLAGS);
+}
+
 static void drop_post(void *item)
 {
     free(((vpost *)item)->data);
@@ -713,6 +1007,9 @@ static void drop_post(void *item)
 static void run(vctx *v, const sched_lib *lib)
 {
     for (int64_t r = 0; r < v->p && !v->failed; r++) load_rank(v, lib, (uint32_t)r);
+    for (int64_t r = 0; r < v->p && !v->failed && v->shared; r++) check_peers(v, (uint32_t)r);
+    for (int64_t r = 0; r < v->p && !v->failed; r++)
+        if (ready_rank(v, (uint32_t)r)) nomem(v);
     for (int64_t r = 0; r < v->p && !v->failed; r++) net_ready(&v->net, (uint32_t)r);
     for (uint32_t next; !v->failed && net_next(&v->net, &next);) advance(v, next);
     if (v->failed) return;
@@ -721,6 +1018,8 @@ static void run(vctx *v, const sched_lib *lib)
             report_stuck(v);
             return;
         }
+    if (v->shared) net_each(&v->net, unwaited, v);
+    for (int64_t r = 0; r < v->p && v->shared && !v->failed; r++) check_result(v, (uint32_t)r);
 }
 
 int verify_schedule(const sched_lib *lib, const sched_def *s, const verify_args *a, diag *d, verify_stats *st)

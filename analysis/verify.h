@@ -9,7 +9,11 @@
  *     schedule with a non-commutative op, a lower range of ranks on the left of the next one;
  *   - every rank ends with exactly the collective's result: each contribution once in each
  *     element, and for `ordered` allreduce schedules the same grouping of operands on every
- *     rank (bit-identical results).
+ *     rank (bit-identical results);
+ *   - shared memory (PROG_SHARED): every WAIT meets a SIGNAL and every SIGNAL a WAIT; no two
+ *     ranks' accesses to the same bytes of a send or receive buffer, one a write, are unordered
+ *     by the happens-before of flags and messages; and every access to another rank's buffers
+ *     happens before that rank's program ends (hb.h).
  * Failures are reported as file:line:column of the instruction, with its rank, round and pc. */
 #ifndef NBC_VERIFY_H
 #define NBC_VERIFY_H

@@ -2,7 +2,7 @@
  * MPI_SUM), and the overlap of each non-blocking allreduce with computation.
  *
  *   mpiexec -n P bench [--min BYTES] [--max BYTES] [--reps N] [--batch SECONDS]
- *                      [--schedules SPEC,SPEC,...] [--csv FILE] [--dat FILE]
+ *                      [--schedules SPEC,SPEC,...] [--shared-schedules SPEC,...] [--csv FILE] [--dat FILE]
  *                      [--overlap FILE] [--overlap-sizes BYTES,BYTES,...]
  *                      [--load FILE_OR_DIR] [--spin US] [--spin-variant US] [--shm 0|1]
  *                      [--shared 0|1] [--thread-multiple 0|1]
@@ -17,7 +17,8 @@
  * --dat writes the medians one size a line, for gnuplot. --load loads more schedules (to measure
  * a schedule file of one's own, forced with --schedules); --spin and --spin-variant: see finish().
  * nbc_auto_shared (--shared 1, the default) is nbc_auto on buffers from nbc_alloc_mem, which
- * ranks on one node reduce out of each other's memory (docs/shared-memory.md).
+ * ranks on one node reduce out of each other's memory (docs/shared-memory.md); each schedule of
+ * --shared-schedules is forced on those buffers too.
  * With two ranks on one node (and --shm 1, the default) two more rows: shm_prototype, an
  * allreduce that reduces straight out of the peer's memory (bench/shm.h, on buffers of its own
  * in a shared window), and bound, the least time an allreduce can take there (shm.h says how
@@ -343,7 +344,7 @@ int main(int argc, char **argv)
     double spin_us = 0, spin_variant = 0;
     double batch_s = 0.002;
     int use_shm = 1, use_shared = 1;
-    const char *schedules = "", *csv_path = NULL, *dat_path = NULL, *ovl_path = NULL;
+    const char *schedules = "", *shared_schedules = "", *csv_path = NULL, *dat_path = NULL, *ovl_path = NULL;
     const char *ovl_sizes = "8,1024,65536,1048576,16777216", *load = NULL;
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *k = argv[i], *v = argv[i + 1];
@@ -352,6 +353,7 @@ int main(int argc, char **argv)
         else if (!strcmp(k, "--reps")) reps = atoi(v);
         else if (!strcmp(k, "--batch")) batch_s = atof(v);
         else if (!strcmp(k, "--schedules")) schedules = v;
+        else if (!strcmp(k, "--shared-schedules")) shared_schedules = v;
         else if (!strcmp(k, "--csv")) csv_path = v;
         else if (!strcmp(k, "--dat")) dat_path = v;
         else if (!strcmp(k, "--overlap")) ovl_path = v;
@@ -377,6 +379,12 @@ int main(int argc, char **argv)
         char name[96];
         snprintf(name, sizeof name, "nbc_%s", strncmp(s, "allreduce_", 10) ? s : s + 10);
         add(NBC, s, spin_us, name);
+    }
+    char *shared_list = strdup(shared_schedules);
+    for (char *save, *s = strtok_r(shared_list, ",", &save); s && use_shared; s = strtok_r(NULL, ",", &save)) {
+        char name[96];
+        snprintf(name, sizeof name, "nbc_%s_shared", strncmp(s, "allreduce_", 10) ? s : s + 10);
+        add(NBC_SHARED, s, spin_us, name);
     }
     if (use_shm && shm_open(&pair, MPI_COMM_WORLD, (size_t)max)) {
         add(SHM, NULL, 0, "shm_prototype");
@@ -438,6 +446,7 @@ int main(int argc, char **argv)
         if (out) fclose(out);
     }
     free(list);
+    free(shared_list);
     free(sendbuf);
     free(recvbuf);
     shm_close(&pair);

@@ -10,6 +10,10 @@
  * (net_post) after trying to meet the other (net_take); a run with eager sends posts only
  * sends and takes them when its receives are due.
  *
+ * Flags (SIGNAL and WAIT, between ranks on one node) match the same way, the k-th SIGNAL from a
+ * to b with b's k-th WAIT on a, in a FIFO of their own per pair: a run posts and takes them with
+ * net_flags(dst) as the destination, so they never meet a message.
+ *
  * Ranks: a FIFO of the ranks ready to move, each in it at most once. A run queues a rank when
  * something it waits for happens, and moves the ranks net_next gives until none is ready. */
 #ifndef NBC_SIMNET_H
@@ -18,6 +22,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "chan.h"
+
+#define NET_FLAGS 0x80000000u /* on a destination: the pair's flags (ranks are below 2^31) */
+static inline uint32_t net_flags(uint32_t dst) { return dst | NET_FLAGS; }
 
 typedef struct {
     chan_table *ch;

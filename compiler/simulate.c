@@ -120,7 +120,7 @@ static sim_path later(sim_path a, sim_path b) { return b.t > a.t ? b : a; }
 compile_args sim_compile_args(const sim_args *a)
 {
     compile_args c = {.p = a->p, .count = a->count, .esize = a->esize, .root = a->root, .inplace = a->inplace,
-                      .commutative = a->commutative, .nbufs = a->nbufs, .nparams = a->nparams};
+                      .commutative = a->commutative, .shared_memory = a->shared_memory, .nbufs = a->nbufs, .nparams = a->nparams};
     for (int i = 0; i < a->nparams && i < COMPILE_MAX_PARAMS; i++) {
         c.params[i].name = a->params[i].name;
         c.params[i].value = a->params[i].value;
@@ -131,7 +131,7 @@ compile_args sim_compile_args(const sim_args *a)
 sim_args sim_args_of(const compile_args *c)
 {
     sim_args a = {.p = c->p, .count = c->count, .esize = c->esize, .root = c->root, .inplace = c->inplace,
-                  .commutative = c->commutative, .nbufs = c->nbufs, .nparams = c->nparams};
+                  .commutative = c->commutative, .shared_memory = c->shared_memory, .nbufs = c->nbufs, .nparams = c->nparams};
     for (int i = 0; i < c->nparams && i < COMPILE_MAX_PARAMS; i++) {
         a.params[i].name = c->params[i].name;
         a.params[i].value = c->params[i].value;
@@ -225,9 +225,9 @@ static void post_round(sctx *c, uint32_t r)
             cpu.red += t.reduced;
             k->reduced += t.reduced;
             k->copied += t.copied;
-        } else if (t.kind == SK_RECV) {
+        } else if (t.kind == SK_RECV || t.kind == SK_WAIT) {
             if (first_pos == UINT32_MAX) first_pos = at, first_last = last_at, first_cur = cpu;
-        } else if (t.kind == SK_SEND) {
+        } else { /* SEND, or SIGNAL: a message of no bytes on the flags' own channel */
             sim_path go, arrive;
             if (m->loggp) {
                 cpu.t += m->o;
@@ -256,7 +256,8 @@ static void post_round(sctx *c, uint32_t r)
             arrive.hop_rank = (int32_t)r;
             arrive.hop_round = k->round;
             smsg msg = {arrive, t.len, go.t, k->round};
-            if (net_post(&c->net, r, (uint32_t)t.peer, 0, &msg)) {
+            int flag = t.kind == SK_SIGNAL;
+            if (net_post(&c->net, r, flag ? net_flags((uint32_t)t.peer) : (uint32_t)t.peer, 0, &msg)) {
                 nomem(c);
                 return;
             }
@@ -264,6 +265,10 @@ static void post_round(sctx *c, uint32_t r)
             if (dst->waiting == (int32_t)r) {
                 dst->waiting = -1;
                 net_ready(&c->net, (uint32_t)t.peer);
+            }
+            if (flag) {
+                c->res->flags++;
+                continue;
             }
             sent += t.len;
             msgs++;
@@ -329,9 +334,10 @@ static int receive(sctx *c, uint32_t r)
             k->cur.t += (double)t.reduced * m->gamma;
             k->cur.red += t.reduced;
         }
-        if (t.kind != SK_RECV) continue;
+        if (t.kind != SK_RECV && t.kind != SK_WAIT) continue;
+        int flag = t.kind == SK_WAIT;
         smsg got;
-        if (!net_take(&c->net, (uint32_t)t.peer, r, 0, &got)) {
+        if (!net_take(&c->net, (uint32_t)t.peer, flag ? net_flags(r) : r, 0, &got)) {
             k->pos = at;
             k->last_len = last_at;
             k->waiting = (int32_t)t.peer;
@@ -349,7 +355,8 @@ static int receive(sctx *c, uint32_t r)
             k->cur = done;
         }
         k->end = later(done, k->end); /* on a tie the message makes the more telling path */
-        if (c->h && c->h->message)
+        if (c->h && flag && c->h->flag) c->h->flag(c->h->ctx, (uint32_t)t.peer, got.src_round, got.sent, r, k->round, done.t);
+        if (c->h && !flag && c->h->message)
             c->h->message(c->h->ctx, (uint32_t)t.peer, got.src_round, got.sent, r, k->round, done.t, got.len);
     }
 }
@@ -446,10 +453,10 @@ int simulate_schedule(const sched_lib *lib, const sched_def *s, const sim_args *
     out->max_live_messages = c.net.max_waiting;
     for (int64_t r = 0; r < c.p && !c.failed; r++)
         if (c.rk[r].state != S_DONE)
-            failf(&c, "'%s' does not complete: rank %" PRId64 " waits in round %u for a message from rank %d (nbcc verify explains)",
+            failf(&c, "'%s' does not complete: rank %" PRId64 " waits in round %u for a message or signal from rank %d (nbcc verify explains)",
                   s->name, r, c.rk[r].round, c.rk[r].waiting);
     if (!c.failed && c.net.waiting)
-        failf(&c, "'%s' leaves %" PRIu64 " messages unreceived (nbcc verify explains)", s->name, c.net.waiting);
+        failf(&c, "'%s' leaves %" PRIu64 " messages or signals unreceived (nbcc verify explains)", s->name, c.net.waiting);
     if (!c.failed && a->record_hops) collect_hops(&c);
     for (int64_t r = 0; c.rk && r < c.p; r++) {
         free(c.rk[r].code);
@@ -508,6 +515,7 @@ void sim_report(const sim_result *r, const sim_model *m, uint32_t max_rounds, FI
     }
     fprintf(out, "%" PRIu64 " messages, %" PRIu64 " bytes in all; at most %" PRIu64 " messages in flight\n", r->messages, r->bytes,
             r->max_live_messages);
+    if (r->flags) fprintf(out, "%" PRIu64 " signals through shared memory (no MPI request; each costs alpha, as a message of no bytes)\n", r->flags);
     fprintf(out, "round     ranks  messages          bytes  max bytes/rank  max reduced/rank    latest end       longest\n");
     for (uint32_t i = 0; i < r->nrounds && i < max_rounds; i++) {
         const sim_round_stat *s = &r->rounds[i];

@@ -3,10 +3,12 @@
  * for reductions), by running the ranks' programs against a timed network.
  *
  * Rounds follow the round semantics: a round starts when the rank's previous round ended; its
- * COPY and REDUCE run at once, one after the other (copies are free); each SEND is posted after
- * the local work before it in the round and leaves through the rank's single outgoing port, one
- * message after another; a RECV completes when its message has arrived (the receiver has no
- * port limit). The round ends when its local work, sends and receives have all completed.
+ * COPY and REDUCE run at once, one after the other (copies are free), whether they name this
+ * rank's buffers or a peer's; each SEND is posted after the local work before it in the round
+ * and leaves through the rank's single outgoing port, one message after another; a RECV
+ * completes when its message has arrived (the receiver has no port limit). A SIGNAL is a
+ * message of no bytes (α, or L and the o's and g for LogGP, and no β), a WAIT its receive;
+ * they are not MPI requests and are counted apart from the messages. The round ends when its local work, sends and receives have all completed.
  * So the time of a round is its slowest event, and the critical path is the chain of events
  * that decided each round's end: it is tracked as a sum of model terms (messages, bytes moved,
  * bytes reduced), so the prediction is explained by the formula it amounts to.
@@ -40,6 +42,7 @@ void sim_model_print(const sim_model *m, FILE *out);
 typedef struct {
     int64_t p, count, esize, root;
     int inplace, commutative;
+    int shared_memory;         /* the ranks share a node (compile_args.shared_memory) */
     int record_hops;           /* remember each round's critical hop, to print the path */
     int64_t nbufs;             /* buffers of a multi-buffer call (0: one) */
     int nparams;               /* values for the schedule's params */
@@ -62,6 +65,8 @@ typedef struct {
                   uint64_t copied);
     void (*message)(void *ctx, uint32_t src, uint32_t src_round, double sent, uint32_t dst, uint32_t dst_round,
                     double received, uint64_t bytes);
+    /* a SIGNAL, from when it is raised to when the WAIT that matched it is satisfied */
+    void (*flag)(void *ctx, uint32_t src, uint32_t src_round, double raised, uint32_t dst, uint32_t dst_round, double seen);
 } sim_hooks;
 
 typedef struct {               /* a critical path, as the model terms it adds up */
@@ -91,6 +96,7 @@ typedef struct {
     sim_round_stat *rounds;
     uint32_t nrounds;
     uint64_t messages, bytes, max_live_messages;
+    uint64_t flags;            /* SIGNALs (shared memory), not among the messages */
 } sim_result;
 
 enum { SIM_OK = 0, SIM_FAIL, SIM_SKIP };

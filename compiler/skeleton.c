@@ -63,10 +63,15 @@ uint8_t *skel_build(const nbc_program *prog, int64_t rank, size_t *len)
             const nbc_insn *in = &prog_insns(prog)[pc];
             const nbc_opinfo *op = prog_opinfo(in->op);
             if (op->reduces) reduced += in->len;
-            else if (!op->message) copied += in->len;
-            if (!op->message) continue;
+            else if (!prog_between_ranks(in->op)) copied += in->len;
+            if (!prog_between_ranks(in->op)) continue;
             flush_local(&b, &reduced, &copied);
             int64_t d = (int64_t)in->peer - rank;
+            if (op->flag) {
+                put(&b, in->op == OP_SIGNAL ? SK_SIGNAL : SK_WAIT);
+                put_varint(&b, d < 0 ? ((uint64_t)(-(d + 1)) << 1) | 1 : (uint64_t)d << 1);
+                continue;
+            }
             put(&b, (uint8_t)((in->op == OP_SEND ? SK_SEND : SK_RECV) | (in->len == last ? SAME_LEN : 0)));
             put_varint(&b, d < 0 ? ((uint64_t)(-(d + 1)) << 1) | 1 : (uint64_t)d << 1); /* zigzag */
             if (in->len != last) put_varint(&b, in->len);
@@ -91,9 +96,10 @@ void skel_next(const uint8_t *code, uint32_t *pos, int64_t rank, uint64_t *last_
     if (t->kind == SK_LOCAL) {
         t->reduced = get_varint(code, pos);
         t->copied = get_varint(code, pos);
-    } else if (t->kind == SK_SEND || t->kind == SK_RECV) {
+    } else if (t->kind >= SK_SEND) {
         uint64_t z = get_varint(code, pos);
         t->peer = rank + ((z & 1) ? -(int64_t)(z >> 1) - 1 : (int64_t)(z >> 1));
+        if (t->kind == SK_SIGNAL || t->kind == SK_WAIT) return;
         t->len = (h & SAME_LEN) ? *last_len : get_varint(code, pos);
         *last_len = t->len;
     }

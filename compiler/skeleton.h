@@ -4,8 +4,10 @@
  * rather than programs (40 bytes an instruction plus a location).
  *
  * Per round, in program order: SEND and RECV (peer as a signed varint difference from the
- * rank, length as a varint or "same as the previous message"), and LOCAL tokens summing the
- * bytes reduced and copied between them; END closes a round and DONE the program. */
+ * rank, length as a varint or "same as the previous message"), SIGNAL and WAIT (the flags of
+ * shared memory: a peer, no length), and LOCAL tokens summing the bytes reduced and copied
+ * between them (peer operands too: a copy or reduction costs the same whose buffer it names);
+ * END closes a round and DONE the program. */
 #ifndef NBC_SKELETON_H
 #define NBC_SKELETON_H
 
@@ -13,12 +15,12 @@
 #include <stdint.h>
 #include "program.h"
 
-enum { SK_END, SK_DONE, SK_LOCAL, SK_SEND, SK_RECV };
+enum { SK_END, SK_DONE, SK_LOCAL, SK_SEND, SK_RECV, SK_SIGNAL, SK_WAIT };
 
 typedef struct {
     int kind;
-    int64_t peer;           /* SEND, RECV */
-    uint64_t len;           /* SEND, RECV: bytes */
+    int64_t peer;           /* SEND, RECV, SIGNAL, WAIT */
+    uint64_t len;           /* SEND, RECV: bytes (0 for a flag) */
     uint64_t reduced, copied; /* LOCAL: bytes */
 } skel_token;
 

@@ -16,7 +16,7 @@
  * it in once the ranks have agreed to run it. Flags count up from `stamp` in each call, so a
  * flag of an earlier call on the same lines is never mistaken for this one's. */
 typedef struct {
-    char *peer_base[NBC_SHM_MAX_RANKS][2];        /* each rank's send and receive buffer, mapped here */
+    char *peer_base[NBC_SHM_MAX_RANKS][SLOT_COUNT_]; /* each rank's send, receive and shared buffers, mapped here */
     uint64_t *raise[NBC_SHM_MAX_RANKS];           /* the flag this rank raises for that one */
     const uint64_t *seen[NBC_SHM_MAX_RANKS];      /* the flag that rank raises for this one */
     uint64_t stamp;

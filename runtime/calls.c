@@ -218,7 +218,7 @@ void call_launch(struct nbc_req *r)
     if (r->shm_entry) {
         r->st.prog = cache_entry_program(r->entry);
         r->st.shared = NULL;
-        r->shm_seq = r->cs->seq;
+        r->shm_ticket = r->cs->shm_tickets++;
         r->shm_chosen = r->shm_published = 0;
     }
     if (r->any_order) {

@@ -36,6 +36,7 @@ struct comm_state {
     int refs;             /* requests that use it: it outlives MPI_Comm_free until they end */
     struct nbc_req *persistent; /* its any-order requests, for stall reports */
     struct shm_comm *shm; /* shared memory with its ranks (shm.c), from the first call that may use it */
+    uint64_t shm_tickets; /* calls started on it that may use shared memory */
     comm_state *prev, *next;
 };
 int comm_init(void);
@@ -92,7 +93,7 @@ struct nbc_req {
     /* shared memory (shm.c): a call that may take the shared path has both programs, and its
      * ranks agree on one before running it */
     cache_entry *shm_entry;  /* the shared program, or NULL: entry is the only one */
-    uint64_t shm_seq;        /* the call's number on its communicator: its channel and flags */
+    uint64_t shm_ticket;     /* its number among its communicator's shared-eligible calls */
     int shm_chan;            /* the channel it holds, or -1 */
     int shm_published, shm_chosen;
     interp_shared *shm;      /* what the shared program needs (kept with the pooled request) */

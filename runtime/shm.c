@@ -3,15 +3,18 @@
  * Each process has one segment: a memfd, mapped here and by the peers of every communicator
  * that attaches (through /proc/PID/fd/FD: the memory has no name, so nothing is left behind
  * when a process ends). Its heap serves nbc_alloc_mem, and each attached communicator's block:
- * for each of CHANNELS channels one publication line (a call's buffers, or "declined") and one
- * flag line per peer. Call number seq of a communicator uses channel seq % CHANNELS, and
- * waits for the call before it on that channel to end here, so a line is never rewritten while
- * a peer may still need what it says.
+ * for each of CHANNELS channels one line (a call's buffers or "declined", and which call last
+ * ended there), one flag line per peer, and a stage (the shared scratch of SLOT_SHARED).
  *
- * The agreement, before a shared program runs: a rank publishes its buffers on its line, or
- * declines when they are not in its segment, and then reads every peer's line. A rank either
- * declines without reading or reads every line, so all ranks choose alike: the shared program
- * when every rank published, the messages' program otherwise. */
+ * The calls that may use shared memory take tickets in the order they start (the same order on
+ * every rank); ticket t uses channel t % CHANNELS. It runs there only after ticket t - CHANNELS
+ * has ended here (so this rank never rewrites a line a peer may still need) and, when its
+ * program uses the stage, after it has ended on every rank (no peer still reads the stage).
+ *
+ * The agreement, before a program that names the peers' send or receive buffers (PROG_AGREE):
+ * a rank publishes its buffers on its line, or declines when they are not in its segment, and
+ * then reads every peer's. A rank either declines without reading or reads every line, so all
+ * choose alike: the shared program when every rank published, the messages' program otherwise. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +27,7 @@
 #include "state.h"
 
 #define CHANNELS 16
+#define STAGE_BYTES (64u << 10) /* shared scratch per channel */
 #define HEAP_START 4096
 #define ALIGN 64
 #define MAGIC 0x6e62632d73686d31ull /* "nbc-shm1" */
@@ -34,11 +38,12 @@ typedef struct {
     int64_t pid;
 } seg_header;
 
-typedef struct {          /* a call's buffers, as offsets in its rank's segment; one cache line */
-    uint64_t stamp;       /* seq + 1 once the rest is written */
+typedef struct {          /* one cache line per channel, written by its rank only */
+    uint64_t stamp;       /* ticket + 1 once the publication below is written */
     uint64_t declined;    /* this rank runs the messages' program */
-    uint64_t send_off, recv_off, len;
-    uint64_t pad[3];
+    uint64_t send_off, recv_off, len; /* its buffers, as offsets in its segment */
+    uint64_t done;        /* ticket + 1 of the last call that ended on this channel */
+    uint64_t pad[2];
 } pub_line;
 
 typedef struct {
@@ -64,21 +69,27 @@ struct shm_map {          /* a peer's segment, mapped here once for all communic
     shm_map *next;
 };
 
-enum { ATTACH_NONE, ATTACHING, ATTACHED, SHM_OFF };
+/* Attaching: every rank sends its hello, maps the others' segments, then tells the others
+ * whether it could map them all; so all end ATTACHED, or all end OFF. */
+enum { HELLO, MAPPED, ATTACHED, SHM_OFF };
 
 struct shm_comm {
     int state;
     int taking_part;      /* this rank mapped every peer and has not failed: it may publish */
     hello mine, *hellos;
+    int32_t mapped, *mapped_all; /* this rank's, and every rank's, "I mapped everyone" */
     MPI_Request *reqs;
-    int nreqs;
+    int nreqs, tag;
     char **seg, **block;  /* [p]: every rank's segment and block, as mapped here */
     uint64_t *bytes;      /* [p]: their segments' sizes */
-    struct nbc_req *owner[CHANNELS];
+    uint64_t served[CHANNELS]; /* calls that have ended here on each channel */
 };
 
-/* A communicator's block: pub[CHANNELS], then flag[CHANNELS][p] (the flag raised for rank to). */
-static size_t block_bytes(int p) { return CHANNELS * sizeof(pub_line) + (size_t)CHANNELS * (size_t)p * sizeof(flag_line); }
+/* A communicator's block: pub[CHANNELS], flag[CHANNELS][p] (the flag raised for rank `to`),
+ * then stage[CHANNELS] (page-aligned). */
+static size_t flags_end(int p) { return CHANNELS * sizeof(pub_line) + (size_t)CHANNELS * (size_t)p * sizeof(flag_line); }
+static size_t stage_at(int p, int c) { return (flags_end(p) + 4095) / 4096 * 4096 + (size_t)c * STAGE_BYTES; }
+static size_t block_bytes(int p) { return stage_at(p, CHANNELS); }
 static pub_line *pub_of(char *block, int c) { return (pub_line *)(void *)block + c; }
 static uint64_t *flag_of(char *block, int p, int c, int to)
 {
@@ -240,33 +251,57 @@ static char *map_peer(const hello *h)
     return b;
 }
 
+/* Posts one exchange with every peer: count bytes from `out`, into `in` + q * count. */
+static int exchange(struct shm_comm *sc, comm_state *cs, MPI_Comm comm, const void *out, void *in, int count)
+{
+    sc->nreqs = 0;
+    for (int q = 0; q < cs->size; q++) {
+        if (q == cs->rank) continue;
+        int rc = MPI_Irecv((char *)in + (size_t)q * (size_t)count, count, MPI_BYTE, q, sc->tag, comm, &sc->reqs[sc->nreqs++]);
+        if (rc == MPI_SUCCESS) rc = MPI_Isend(out, count, MPI_BYTE, q, sc->tag, comm, &sc->reqs[sc->nreqs++]);
+        if (rc != MPI_SUCCESS) return rc;
+    }
+    return MPI_SUCCESS;
+}
+
 static int attach_start(comm_state *cs, struct nbc_req *r)
 {
-    int p = cs->size, me = cs->rank;
+    int p = cs->size;
     struct shm_comm *sc = calloc(1, sizeof *sc);
     if (!sc) return MPI_ERR_NO_MEM;
+    cs->shm = sc;
     sc->hellos = calloc((size_t)p, sizeof *sc->hellos);
+    sc->mapped_all = calloc((size_t)p, sizeof *sc->mapped_all);
     sc->reqs = calloc(2 * (size_t)p, sizeof *sc->reqs);
     sc->seg = calloc((size_t)p, sizeof *sc->seg);
     sc->block = calloc((size_t)p, sizeof *sc->block);
     sc->bytes = calloc((size_t)p, sizeof *sc->bytes);
-    if (!sc->hellos || !sc->reqs || !sc->seg || !sc->block || !sc->bytes) {
-        cs->shm = sc;
-        shm_comm_free(cs);
-        return MPI_ERR_NO_MEM;
-    }
-    cs->shm = sc;
+    if (!sc->hellos || !sc->mapped_all || !sc->reqs || !sc->seg || !sc->block || !sc->bytes) return MPI_ERR_NO_MEM;
     uint64_t off = segment() ? heap_alloc(block_bytes(p)) : 0;
-    if (off) memset(nbc_rt.shm.base + off, 0, block_bytes(p));
+    if (off) memset(nbc_rt.shm.base + off, 0, flags_end(p)); /* the stage needs no zeros */
     sc->mine = (hello){nbc_rt.shm.nonce, nbc_rt.shm.bytes, off, getpid(), nbc_rt.shm.fd, off != 0, 0};
-    sc->state = ATTACHING;
-    for (int q = 0; q < p; q++) {
-        if (q == me) continue;
-        int rc = MPI_Irecv(&sc->hellos[q], sizeof(hello), MPI_BYTE, q, r->st.tag, r->st.comm, &sc->reqs[sc->nreqs++]);
-        if (rc == MPI_SUCCESS) rc = MPI_Isend(&sc->mine, sizeof(hello), MPI_BYTE, q, r->st.tag, r->st.comm, &sc->reqs[sc->nreqs++]);
-        if (rc != MPI_SUCCESS) return rc;
+    sc->state = HELLO;
+    sc->tag = r->st.tag;
+    return exchange(sc, cs, r->st.comm, &sc->mine, sc->hellos, sizeof(hello));
+}
+
+/* Maps every peer's segment; whether all could be. */
+static int map_all(comm_state *cs, struct shm_comm *sc)
+{
+    int all = 1;
+    sc->hellos[cs->rank] = sc->mine;
+    for (int q = 0; q < cs->size; q++) {
+        const hello *h = &sc->hellos[q];
+        sc->seg[q] = !h->ok ? NULL : q == cs->rank ? nbc_rt.shm.base : map_peer(h);
+        sc->bytes[q] = h->bytes;
+        if (!sc->seg[q] || h->block_off + block_bytes(cs->size) > h->bytes) {
+            sc->seg[q] = NULL;
+            all = 0;
+            continue;
+        }
+        sc->block[q] = sc->seg[q] + h->block_off;
     }
-    return MPI_SUCCESS;
+    return all;
 }
 
 /* 1 when the communicator is attached (or sharing is off for it), 0 while not yet, < 0 on error. */
@@ -282,26 +317,17 @@ static int attach(comm_state *cs, struct nbc_req *r)
     if ((rc = MPI_Testall(sc->nreqs, sc->reqs, &done, statuses)) != MPI_SUCCESS) return -rc;
     if (!done) return 0;
     sc->nreqs = 0;
-    int me = cs->rank;
-    sc->hellos[me] = sc->mine;
-    /* every rank sees every hello: a rank without a segment turns sharing off for all alike */
-    for (int q = 0; q < cs->size; q++)
-        if (!sc->hellos[q].ok) {
-            sc->state = SHM_OFF;
-            return 1;
-        }
-    sc->taking_part = 1;
-    for (int q = 0; q < cs->size; q++) {
-        sc->seg[q] = q == me ? nbc_rt.shm.base : map_peer(&sc->hellos[q]);
-        sc->bytes[q] = sc->hellos[q].bytes;
-        if (!sc->seg[q] || sc->hellos[q].block_off + block_bytes(cs->size) > sc->bytes[q]) {
-            sc->taking_part = 0; /* it declines every call; the others see that on its line */
-            sc->seg[q] = NULL;
-            continue;
-        }
-        sc->block[q] = sc->seg[q] + sc->hellos[q].block_off;
+    if (sc->state == HELLO) {
+        sc->mapped = map_all(cs, sc);
+        sc->mapped_all[cs->rank] = sc->mapped;
+        sc->state = MAPPED;
+        if ((rc = exchange(sc, cs, r->st.comm, &sc->mapped, sc->mapped_all, sizeof(int32_t))) != MPI_SUCCESS) return -rc;
+        return attach(cs, r);
     }
     sc->state = ATTACHED;
+    for (int q = 0; q < cs->size; q++)
+        if (!sc->mapped_all[q]) sc->state = SHM_OFF;
+    sc->taking_part = sc->state == ATTACHED;
     return 1;
 }
 
@@ -316,6 +342,7 @@ void shm_comm_free(comm_state *cs)
         }
     /* The block stays allocated: a peer may still be about to read this rank's last flags. */
     free(sc->hellos);
+    free(sc->mapped_all);
     free(sc->reqs);
     free(sc->seg);
     free(sc->block);
@@ -334,26 +361,39 @@ static int choose(struct nbc_req *r, int shared, const char *why)
     else nbc_rt.shm.message_calls++;
     if (nbc_rt.env.trace > 1)
         fprintf(stderr, "nbc: trace: rank %d of %d: allreduce call %llu runs %s%s\n", r->cs->rank, r->cs->size,
-                (unsigned long long)r->shm_seq, shared ? "through shared memory" : "with messages: ", why);
+                (unsigned long long)r->shm_ticket, shared ? "through shared memory" : "with messages: ", why);
     r->st.prog = cache_entry_program(shared ? r->shm_entry : r->entry);
     r->st.shared = shared ? r->shm : NULL;
+    if (shared) r->st.base[SLOT_SHARED] = r->shm->peer_base[r->cs->rank][SLOT_SHARED];
     return 1;
 }
 
-/* Everything the interpreter needs to run the shared program on channel c. */
+/* Everything the interpreter needs to run the shared program on channel c; lines: the peers'
+ * publications (PROG_AGREE), else NULL. */
 static void fill_shared(struct nbc_req *r, struct shm_comm *sc, int c, const pub_line *const *lines)
 {
     int p = r->cs->size, me = r->cs->rank;
     interp_shared *sh = r->shm;
     for (int q = 0; q < p; q++) {
-        sh->peer_base[q][SLOT_SEND] = q == me ? r->st.base[SLOT_SEND] : sc->seg[q] + lines[q]->send_off;
-        sh->peer_base[q][SLOT_RECV] = q == me ? r->st.base[SLOT_RECV] : sc->seg[q] + lines[q]->recv_off;
+        int own = q == me || !lines;
+        sh->peer_base[q][SLOT_SEND] = own ? (q == me ? r->st.base[SLOT_SEND] : NULL) : sc->seg[q] + lines[q]->send_off;
+        sh->peer_base[q][SLOT_RECV] = own ? (q == me ? r->st.base[SLOT_RECV] : NULL) : sc->seg[q] + lines[q]->recv_off;
+        sh->peer_base[q][SLOT_SHARED] = sc->block[q] + stage_at(p, c);
         sh->raise[q] = flag_of(sc->block[me], p, c, q);
         sh->seen[q] = flag_of(sc->block[q], p, c, me);
         sh->raised[q] = sh->awaited[q] = 0;
     }
-    sh->stamp = (r->shm_seq + 1) << 20; /* above every flag of the calls before on this channel */
+    sh->stamp = (r->shm_ticket + 1) << 20; /* above every flag of the calls before on this channel */
     sh->nwaiting = 0;
+}
+
+/* Whether every rank has ended the call before this one on channel c (its stage is free). */
+static int stage_free(const struct nbc_req *r, struct shm_comm *sc, int c)
+{
+    if (r->shm_ticket < CHANNELS) return 1;
+    for (int q = 0; q < r->cs->size; q++)
+        if (__atomic_load_n(&pub_of(sc->block[q], c)->done, __ATOMIC_ACQUIRE) < r->shm_ticket - CHANNELS + 1) return 0;
+    return 1;
 }
 
 int shm_agree(struct nbc_req *r)
@@ -367,31 +407,41 @@ int shm_agree(struct nbc_req *r)
     }
     if (rc == 0) return 0;
     struct shm_comm *sc = cs->shm;
-    if (sc->state == SHM_OFF) return choose(r, 0, "a rank has no shared segment");
-    int c = (int)(r->shm_seq % CHANNELS);
-    if (sc->owner[c] && sc->owner[c] != r) return 0; /* the call before on this channel is still here */
-    sc->owner[c] = r;
+    if (sc->state == SHM_OFF) return choose(r, 0, "a rank cannot share memory with all the others");
+    int c = (int)(r->shm_ticket % CHANNELS);
+    if (sc->served[c] != r->shm_ticket / CHANNELS) return 0; /* the call before on this channel is still here */
     r->shm_chan = c;
+    const nbc_program *prog = cache_entry_program(r->shm_entry);
+    if (!r->shm && !(r->shm = malloc(sizeof *r->shm))) {
+        req_fail(r, MPI_ERR_NO_MEM, "out of memory");
+        return -MPI_ERR_NO_MEM;
+    }
+    if (!(prog->flags & PROG_AGREE)) { /* the stage only: no buffers to agree on */
+        if (prog->shared_bytes > STAGE_BYTES) return choose(r, 0, "the program's shared scratch is larger than the stage");
+        if (!stage_free(r, sc, c)) return 0;
+        fill_shared(r, sc, c, NULL);
+        return choose(r, 1, "");
+    }
     int p = cs->size, me = cs->rank;
     uint64_t len = (uint64_t)r->sig.count * (uint64_t)r->sig.esize;
     if (!r->shm_published) {
         pub_line *mine = pub_of(sc->block[me], c);
         int64_t send_off = segment_offset(r->st.base[SLOT_SEND], len), recv_off = segment_offset(r->st.base[SLOT_RECV], len);
-        int ok = sc->taking_part && send_off >= 0 && recv_off >= 0 && (r->shm || (r->shm = malloc(sizeof *r->shm)));
+        int ok = sc->taking_part && send_off >= 0 && recv_off >= 0;
         mine->declined = !ok;
         mine->send_off = (uint64_t)send_off;
         mine->recv_off = (uint64_t)recv_off;
         mine->len = len;
-        __atomic_store_n(&mine->stamp, r->shm_seq + 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&mine->stamp, r->shm_ticket + 1, __ATOMIC_RELEASE);
         r->shm_published = 1;
-        if (!ok) return choose(r, 0, sc->taking_part ? "this rank's buffers are not from nbc_alloc_mem" : "this rank cannot map its peers' memory");
+        if (!ok) return choose(r, 0, sc->taking_part ? "this rank's buffers are not from nbc_alloc_mem" : "this rank failed earlier");
     }
     const pub_line *lines[NBC_SHM_MAX_RANKS];
     int all = 1;
     for (int q = 0; q < p; q++) {
         if (q == me) continue;
         lines[q] = pub_of(sc->block[q], c);
-        if (__atomic_load_n(&lines[q]->stamp, __ATOMIC_ACQUIRE) != r->shm_seq + 1) return 0;
+        if (__atomic_load_n(&lines[q]->stamp, __ATOMIC_ACQUIRE) != r->shm_ticket + 1) return 0;
         if (lines[q]->declined || lines[q]->len != len) all = 0; /* different lengths: both sides see it */
         else if (len > sc->bytes[q] || lines[q]->send_off > sc->bytes[q] - len || lines[q]->recv_off > sc->bytes[q] - len) {
             req_fail(r, MPI_ERR_INTERN, "rank %d published buffers outside its shared segment", q);
@@ -399,6 +449,8 @@ int shm_agree(struct nbc_req *r)
         }
     }
     if (!all) return choose(r, 0, "another rank declined");
+    if (prog->shared_bytes > STAGE_BYTES) return choose(r, 0, "the program's shared scratch is larger than the stage");
+    if (prog->shared_bytes && !stage_free(r, sc, c)) return 0;
     fill_shared(r, sc, c, lines);
     return choose(r, 1, "");
 }
@@ -407,9 +459,12 @@ void shm_end(struct nbc_req *r)
 {
     if (r->shm_chan < 0) return;
     struct shm_comm *sc = r->cs ? r->cs->shm : NULL;
-    if (sc && sc->owner[r->shm_chan] == r) sc->owner[r->shm_chan] = NULL;
-    /* a shared program that failed half-way leaves flags the peers cannot trust: this rank
-     * declines from now on, which its peers see on its line */
-    if (sc && r->st.shared && r->st.err != MPI_SUCCESS) sc->taking_part = 0;
+    if (sc) {
+        sc->served[r->shm_chan]++;
+        if (sc->block[r->cs->rank]) __atomic_store_n(&pub_of(sc->block[r->cs->rank], r->shm_chan)->done, r->shm_ticket + 1, __ATOMIC_RELEASE);
+        /* a shared program that failed half-way leaves flags the peers cannot trust: this rank
+         * declines from now on, which its peers see on its line */
+        if (r->st.shared && r->st.err != MPI_SUCCESS) sc->taking_part = 0;
+    }
     r->shm_chan = -1;
 }

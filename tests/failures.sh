@@ -165,6 +165,13 @@ check "seeded chain p=5: the last rank's stop is never survivable" $? "$got"
 rows_ok "$tmp/chain" 5 '$4 != 0 || ($6 == 1) == ($5 >= 1)'
 check "seeded chain p=5: rank 0's stop is survivable once it has sent" $? "$got"
 
+# ---- shared memory: allreduce_shm reads every sendbuf in its one round, and a stopped rank's
+# memory is taken as unreachable (docs/failures.md): its stop loses its contribution, and the
+# others, blocked at its buffers, raise no signal ----
+"$nbcc" failures allreduce_shm --p 4 --rank 1 --round 0 > "$tmp/shm" 2>&1
+in_order "allreduce_shm p=4: a stop loses the rank's contribution (its memory is unreachable)" "$tmp/shm" \
+    "rank 1 stops at round 0:" "lost: rank 1's contribution to elements 0..3" "the survivors cannot finish"
+
 # ---- formats ----
 "$nbcc" failures rabenseifner --p 8 --format svg -o "$tmp/map.svg" && grep -q "<svg" "$tmp/map.svg" &&
     [ "$(grep -c '<rect x=' "$tmp/map.svg")" -ge 48 ]

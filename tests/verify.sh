@@ -1,7 +1,8 @@
 #!/bin/sh
 # nbcc verify, simulate and draw. Every shipped schedule verifies; every seeded fault in
 # tests/faults/ is caught, with its message, at its place; simulated times equal the closed
-# forms of tests/verify/formulas.txt; drawings are well formed and docs/ holds them up to date.
+# forms of tests/verify/formulas.txt; drawings are well formed and docs/ holds them up to date;
+# allreduce_shm verifies and the wrong shared-memory fixtures of tests/shm are caught.
 # Run from the repository top: sh tests/verify.sh BINDIR. Prints "ok verify WHAT" or
 # "FAIL verify WHAT: why" per check and exits 0 when all passed. The heavy scale checks are in
 # tests/verify-scale.sh, which `make test` does not run.
@@ -45,6 +46,37 @@ check "verify --param: the segmented ring with 8-byte segments" $? "$(head -n 20
 for mode in "" --inplace; do
     "$nbcc" verify allreduce_rabenseifner --p 1..33 --counts p,p+1,1001 --param segsize=24 $mode > "$tmp/out" 2>&1
     check "Rabenseifner with halving steps in 24-byte segments verifies for p = 1..33${mode:+, $mode}" $? "$(head -n 20 "$tmp/out")"
+done
+
+# ---- shared memory (docs/verify.md): allreduce_shm, and the fixtures of tests/shm ----
+for mode in "" --inplace; do
+    "$nbcc" verify allreduce_shm --p 1..9,12,16 --counts 0,1,p-1,p+1,1001 --param segsize=8 $mode > "$tmp/out" 2>&1
+    check "allreduce_shm in 8-byte segments verifies for p = 1..9, 12, 16${mode:+, $mode}" $? "$(head -n 20 "$tmp/out")"
+done
+"$nbcc" verify tests/shm/good_two_rounds.nbs --p 1..9 --counts 1,p-1,p+1,101 > "$tmp/out" 2>&1
+check "shm fixture good_two_rounds verifies" $? "$(head -n 20 "$tmp/out")"
+# NAME KEY-PHRASE: each wrong fixture is rejected at an instruction of its file, saying why
+while read -r name expect; do
+    "$nbcc" verify "tests/shm/$name.nbs" --p 1..6 --counts 1,p+1,13 > "$tmp/out" 2>&1
+    rc=$?
+    grep -qE -- "^tests/shm/$name.nbs:[0-9]+:[0-9]+: error: rank [0-9]+, round [0-9]+, pc [0-9]+ .*$expect" "$tmp/out"
+    check "shm fixture $name is rejected: $expect" $((rc != 1 || $? != 0)) "exit $rc: $(head -n 12 "$tmp/out")"
+done << 'EOF'
+missing_final_sync reads rank 1's sendbuf elements \[0, 1\) after rank 1 may have returned
+race race: writes rank 1's recvbuf elements \[0, 1\), and rank 0 \(round 0, pc 1\) writes them; neither happens before the other
+wait_unmatched unmatched wait: rank 1 finished without raising the matching signal
+signal_unwaited signal never waited for: rank 1 finished without waiting for it
+read_after_return reads rank 1's sendbuf elements \[0, 1\) after rank 1 may have returned
+EOF
+for p in 2 5; do
+    "$nbcc" simulate allreduce_shm --p $p --bytes 64k > "$tmp/out" 2>&1 && grep -q "^0 messages" "$tmp/out" &&
+        grep -q "^$((p * (p - 1))) signals through shared memory" "$tmp/out" && grep -q "^critical path: $((p - 1)) messages" "$tmp/out"
+    check "simulate allreduce_shm p = $p: no message, p(p-1) signals, p-1 of them on the path" $? "$(head -n 8 "$tmp/out")"
+    "$nbcc" draw allreduce_shm --p $p --count 10 -o "$tmp/shm.svg" > "$tmp/out" 2>&1 &&
+        [ "$(grep -c 'stroke-dasharray="5 3"' "$tmp/shm.svg")" -eq $((p * (p - 1))) ] &&
+        { ! command -v xmllint > /dev/null || xmllint --noout "$tmp/shm.svg"; } &&
+        [ "$("$nbcc" draw allreduce_shm --p $p --count 10 --format dot | grep -c 'label="signal"')" -eq $((p * (p - 1))) ]
+    check "draw allreduce_shm p = $p: a dashed arrow per signal (SVG, dot)" $? "$(head -n 5 "$tmp/out")"
 done
 
 # ---- the seeded faults: each caught, with its message, at its line and column ----
