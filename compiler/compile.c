@@ -28,6 +28,7 @@ typedef struct {
     const char *buf;     /* the view's buffer name, for messages */
     int peer;            /* view: the rank whose buffer it is (sendbuf@r), -1 for this rank's */
     int insend;          /* view: lies in the in-place sendbuf (sendbuf@r moves with r's place) */
+    int rankdep;         /* a variable's: its definition named rank (see ranked()) */
 } value;
 
 typedef struct {
@@ -57,9 +58,13 @@ typedef struct {
     uint32_t group_comms, max_comms;
     uint32_t group_flags;      /* SIGNAL/WAIT in the round: like messages, they make it a round */
     int shared;                /* emitted a peer operand or a flag: PROG_SHARED */
+    int agree;                 /* emitted an operand in a peer's send or receive buffer: PROG_AGREE */
+    int rank_ctl;              /* inside an if, a loop or a call that depends on rank */
+    int track_rank;            /* a `shared` may be reached: follow what depends on rank */
     int coll;                  /* the collective of the top schedule: its buffers' shapes */
 
     int64_t scratch, rtmp;     /* elements */
+    int64_t shared_elems;      /* the shared scratch (SLOT_SHARED), elements */
     uint64_t steps, max_steps;
     uint64_t max_insns;
     int depth;
@@ -355,18 +360,21 @@ static value eval(ev *e, const node *n)
     }
 }
 
-/* sendbuf@r, recvbuf@r: what sendbuf or recvbuf names here, but in rank r's buffers (sizes
- * as this rank's). Rank r's own is simply the buffer, so loops over all ranks read naturally. */
+/* sendbuf@r, recvbuf@r, NAME@r of a shared buffer: what the name means here, but in rank r's
+ * memory (sizes and places as this rank's: every rank declares the same shared buffers). Rank
+ * r's own is simply the buffer, so loops over all ranks read naturally. */
 static value peer_view(ev *e, const node *n)
 {
-    if (!same(n->name, "sendbuf") && !same(n->name, "recvbuf"))
-        fail(e, n->at, "only sendbuf and recvbuf of another rank can be named ('%s@...')", n->name);
-    value v = lookup(e, n->name)->v;
+    const var *named = lookup(e, n->name);
+    int shared = named && named->v.k == V_VIEW && named->v.slot == SLOT_SHARED;
+    if (!same(n->name, "sendbuf") && !same(n->name, "recvbuf") && !shared)
+        fail(e, n->at, "only sendbuf, recvbuf and shared buffers of another rank can be named ('%s@...')", n->name);
+    value v = named->v;
     int64_t r = eval_int(e, n->a);
     if (r < 0 || r >= e->args->p)
         fail(e, n->a->at, "rank %lld is outside 0..%lld", (long long)r, (long long)(e->args->p - 1));
     if (r == e->args->rank) return v;
-    if (v.slot != SLOT_SEND && v.slot != SLOT_RECV)
+    if (v.slot != SLOT_SEND && v.slot != SLOT_RECV && v.slot != SLOT_SHARED)
         fail(e, n->at, "'%s' is %s here, not the call's buffer: only the call's buffers of another rank can be named", n->name, v.buf);
     if (v.insend) { /* in place, sendbuf lies in recvbuf where the collective puts rank r's part */
         const compile_args *a = e->args;
@@ -403,6 +411,22 @@ static void needs_shared_memory(ev *e, const node *at)
     if (!e->args->shared_memory) fail(e, at->at, "needs ranks that share memory: requires shared_memory");
 }
 
+/* PROG_SHARED: a flag or any peer operand; PROG_AGREE: a peer's send or receive buffer, which
+ * exists only once the runtime's agreement has published it (a peer's shared scratch does not
+ * need that). */
+static void note_peers(ev *e, const nbc_insn *in)
+{
+    const nbc_opinfo *info = prog_opinfo(in->op);
+    e->shared |= info->flag;
+    for (int k = 0; k < 3; k++) {
+        unsigned slot = prog_operand_slot(in, k);
+        /* SLOT_RTMP, placed in scratch only by assemble(), has the SLOT_PEER bit */
+        if (!(prog_operands(in->op) >> k & 1) || slot == SLOT_RTMP || !(slot & SLOT_PEER)) continue;
+        e->shared = 1;
+        e->agree |= SLOT_INDEX(slot) != SLOT_SHARED;
+    }
+}
+
 static void push(ev *e, const node *at, const nbc_insn *in);
 
 static void emit(ev *e, const node *at, int op, int32_t peer, const value *a, const value *b)
@@ -428,7 +452,7 @@ static void emit(ev *e, const node *at, int op, int32_t peer, const value *a, co
                    .a_off = (uint64_t)mul(e, at->at, a->a, es), .b_off = b ? (uint64_t)mul(e, at->at, b->a, es) : 0,
                    .len = (uint64_t)mul(e, at->at, a->b, es)};
     if (op == OP_REDUCE && fused(e, &in, at)) {
-        e->shared |= peer >= 0;
+        note_peers(e, &e->insns[e->n - 1]);
         return;
     }
     push(e, at, &in);
@@ -447,7 +471,7 @@ static void push(ev *e, const node *at, const nbc_insn *in)
     e->n++;
     e->group_comms += info->message;
     e->group_flags += info->flag;
-    e->shared |= info->flag || (!info->message && in->peer >= 0);
+    note_peers(e, in);
 }
 
 static value eval_view(ev *e, const node *n, int write)
@@ -531,15 +555,57 @@ static void close_round(ev *e)
 
 static void call(ev *e, const node *n);
 
+/* Whether an expression may differ between ranks: it names rank, or a variable whose
+ * definition did (data only; control is rank_ctl). What a caller passes is not followed: a
+ * call whose arguments name rank counts as control (call()). */
+static int ranked(ev *e, const node *n)
+{
+    if (!e->track_rank) return 0; /* it costs a walk per if and let: only where it matters */
+    for (; n; n = n->next) { /* n->next: a function's further arguments */
+        if (n->kind == N_VAR) {
+            if (same(n->name, "rank")) return 1;
+            const var *v = lookup(e, n->name);
+            if (v && v->v.rankdep) return 1;
+        }
+        if (ranked(e, n->a) || ranked(e, n->b) || ranked(e, n->c) || ranked(e, n->d)) return 1;
+    }
+    return 0;
+}
+
+/* shared NAME[len]: like scratch, in the shared scratch. A peer names it by this rank's place
+ * and size, so every rank must declare the same shared buffers in the same order: a size or a
+ * declaration that depends on rank is refused (as far as the compiler can tell; see ranked()). */
+static void shared_decl(ev *e, const node *n)
+{
+    needs_shared_memory(e, n);
+    if (ranked(e, n->a)) fail(e, n->a->at, "the size of shared '%s' depends on rank: it must be the same on every rank", n->name);
+    if (e->rank_ctl)
+        fail(e, n->at, "shared '%s' is declared under a condition, loop or call that depends on rank: every rank must declare it alike",
+             n->name);
+    int64_t len = eval_int(e, n->a);
+    if (len < 0) fail(e, n->a->at, "shared size %lld is negative", (long long)len);
+    value v = view(SLOT_SHARED, len, 1, n->name);
+    v.a = e->shared_elems;
+    if (__builtin_add_overflow(e->shared_elems, len, &e->shared_elems) || e->shared_elems > (INT64_MAX / 2) / e->args->esize)
+        fail(e, n->at, "shared space overflows");
+    define(e, n->name, v, 0, n->at);
+}
+
 static void statement(ev *e, const node *n)
 {
     switch (n->kind) {
-    case N_LET: define(e, n->name, eval(e, n->a), 0, n->at); return;
+    case N_LET: {
+        value v = eval(e, n->a);
+        v.rankdep = ranked(e, n->a);
+        define(e, n->name, v, 0, n->at);
+        return;
+    }
     case N_ASSIGN: {
         var *v = lookup(e, n->name);
         if (!v) fail(e, n->at, "unknown name '%s' (use 'let' to define it)", n->name);
         if (v->fixed) fail(e, n->at, "'%s' cannot be assigned", n->name);
         value x = eval(e, n->a);
+        x.rankdep = ranked(e, n->a) || e->rank_ctl;
         v = lookup(e, n->name); /* eval may have grown the array */
         v->v = x;
         return;
@@ -554,31 +620,49 @@ static void statement(ev *e, const node *n)
         define(e, n->name, v, 0, n->at);
         return;
     }
-    case N_IF:
+    case N_SHARED: shared_decl(e, n); return;
+    case N_IF: {
+        int dep = ranked(e, n->a);
+        e->rank_ctl += dep;
         if (eval_int(e, n->a)) run(e, n->b);
         else if (n->c) run(e, n->c); /* a block, or the single N_IF of `else if` */
+        e->rank_ctl -= dep;
         return;
+    }
     case N_FOR_IN: {
         int64_t lo = eval_int(e, n->a), hi = eval_int(e, n->b);
+        int dep = ranked(e, n->a) || ranked(e, n->b);
+        e->rank_ctl += dep;
         for (int64_t i = lo; i < hi; i++) {
             step(e, n->at);
             size_t mark = e->nvars;
-            define(e, n->name, vint(i), 1, n->at);
+            value x = vint(i);
+            x.rankdep = dep;
+            define(e, n->name, x, 1, n->at);
             run(e, n->c);
             e->nvars = mark;
         }
+        e->rank_ctl -= dep;
         return;
     }
     case N_FOR_WHILE: {
         size_t mark = e->nvars;
-        define(e, n->name, vint(eval_int(e, n->a)), 0, n->at);
+        value x = vint(eval_int(e, n->a));
+        x.rankdep = ranked(e, n->a);
+        define(e, n->name, x, 0, n->at);
         size_t slot = e->nvars - 1;
+        /* the condition and the step may name the variable itself: taint it first */
+        int dep = x.rankdep || ranked(e, n->b) || ranked(e, n->c);
+        e->vars[slot].v.rankdep = dep;
+        e->rank_ctl += dep;
         while (eval_int(e, n->b)) {
             step(e, n->at);
             run(e, n->d);
             int64_t next = eval_int(e, n->c);
             e->vars[slot].v = vint(next);
+            e->vars[slot].v.rankdep = dep;
         }
+        e->rank_ctl -= dep;
         e->nvars = mark;
         return;
     }
@@ -668,6 +752,8 @@ static void call(ev *e, const node *n)
     if (!s) fail(e, n->at, "unknown schedule '%s'", n->name);
     if (e->depth >= MAX_CALL_DEPTH) fail(e, n->at, "calls nested more than %d deep (recursion?)", MAX_CALL_DEPTH);
 
+    int dep = 0; /* the callee's count, buffers and params may then differ between ranks */
+    for (const node *g = n->a; g; g = g->next) dep |= ranked(e, g->a);
     /* Arguments are evaluated in the caller; each names a builtin or a parameter. */
     static const char *const bindable[] = {"sendbuf", "recvbuf", "count", "root"};
     value given[4];
@@ -720,11 +806,37 @@ static void call(ev *e, const node *n)
         fail_status(e, COMPILE_ERROR);
     }
     e->depth++;
+    e->rank_ctl += dep;
     run(e, s->body);
+    e->rank_ctl -= dep;
     e->depth--;
     e->src = old_src;
     e->nvars = old_n;
     e->frame = old_frame;
+}
+
+/* Whether statements n (or a schedule they call) declare a shared buffer. seen: the schedules
+ * already walked, so that calls cost one walk each; past its room the answer is yes. */
+static int reaches_shared(const sched_lib *lib, const node *n, const sched_def **seen, int *nseen)
+{
+    for (; n; n = n->next) {
+        if (n->kind == N_SHARED) return 1;
+        if (n->kind == N_CALL) {
+            const sched_def *s = lib_find(lib, n->name);
+            int known = 0;
+            for (int i = 0; i < *nseen; i++) known |= seen[i] == s;
+            if (s && !known) {
+                if (*nseen == MAX_CALL_DEPTH) return 1;
+                seen[(*nseen)++] = s;
+                if (reaches_shared(lib, s->body, seen, nseen)) return 1;
+            }
+        }
+        /* the blocks of if, for and round (expressions hold neither a declaration nor a call) */
+        if (reaches_shared(lib, n->a, seen, nseen) || reaches_shared(lib, n->b, seen, nseen) ||
+            reaches_shared(lib, n->c, seen, nseen) || reaches_shared(lib, n->d, seen, nseen))
+            return 1;
+    }
+    return 0;
 }
 
 static void start(ev *e, const sched_lib *lib, const compile_args *a, diag *d, const sched_def *s)
@@ -736,6 +848,9 @@ static void start(ev *e, const sched_lib *lib, const compile_args *a, diag *d, c
     e->src = s->src;
     e->max_steps = a->max_steps ? a->max_steps : DEFAULT_MAX_STEPS;
     e->max_insns = a->max_insns ? a->max_insns : COMPILE_DEFAULT_MAX_INSNS;
+    const sched_def *seen[MAX_CALL_DEPTH] = {s};
+    int nseen = 1;
+    e->track_rank = reaches_shared(lib, s->body, seen, &nseen);
 }
 
 static void finish(ev *e)
@@ -824,7 +939,8 @@ static nbc_program *assemble(ev *e, const sched_def *s)
     *p = (nbc_program){.bytes = bytes, .scratch = (uint64_t)scratch,
                        .ninsns = (uint32_t)e->n, .nrounds = (uint32_t)e->nrounds,
                        .max_round_comms = e->max_comms, .esize = (uint32_t)es,
-                       .flags = e->shared ? PROG_SHARED : 0};
+                       .shared_bytes = (uint64_t)mul(e, s->at, e->shared_elems, es),
+                       .flags = (e->shared ? PROG_SHARED : 0) | (e->agree ? PROG_AGREE : 0)};
     snprintf(p->name, sizeof p->name, "%s", s->name);
     nbc_insn *in = prog_insns(p);
     if (e->n == 0) { /* nothing to do, as with count 0 */

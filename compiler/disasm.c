@@ -15,9 +15,12 @@ void prog_disasm(const nbc_program *p, FILE *out)
 {
     uint32_t comms = 0;
     for (uint32_t i = 0; i < p->ninsns; i++) comms += prog_opinfo(prog_insns(p)[i].op)->message;
-    fprintf(out, "; %u rounds, %u instructions (%u messages), scratch %" PRIu64 " bytes, element %u bytes%s\n",
-            p->nrounds, p->ninsns, comms, p->scratch, p->esize,
-            p->flags & PROG_SHARED ? ", shared memory (names other ranks' buffers, signals)" : "");
+    fprintf(out, "; %u rounds, %u instructions (%u messages), scratch %" PRIu64 " bytes, element %u bytes", p->nrounds,
+            p->ninsns, comms, p->scratch, p->esize);
+    if (p->flags & PROG_SHARED) fprintf(out, ", shared memory (peers' memory, flags)");
+    if (p->shared_bytes) fprintf(out, ", shared scratch %" PRIu64 " bytes", p->shared_bytes);
+    /* the runtime starts it only once every rank has published its send and receive buffers */
+    fprintf(out, "%s\n", p->flags & PROG_AGREE ? ", agreement" : "");
     fprintf(out, "round    pc  opcode   peer  buffer        offset      length  source        offset  line:col\n");
     for (uint32_t r = 0; r < p->nrounds; r++) {
         for (uint32_t pc = prog_rounds(p)[r]; pc < prog_rounds(p)[r + 1]; pc++) {

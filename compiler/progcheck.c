@@ -9,7 +9,7 @@
 
 const char *prog_buffer_name(int slot, char *space, size_t size)
 {
-    static const char *const names[SLOT_COUNT_] = {"sendbuf", "recvbuf", "scratch"};
+    static const char *const names[SLOT_COUNT_] = {"sendbuf", "recvbuf", "scratch", "shared"};
     if (slot >= 0 && slot < SLOT_COUNT_) return names[slot];
     snprintf(space, size, "bufs(%d)", slot - SLOT_EXTRA + 1);
     return space;
@@ -144,8 +144,8 @@ static int check_insn(const nbc_program *prog, uint32_t pc, int64_t p, int64_t r
         slots[k] = SLOT_INDEX(raw[k]);
         if (slots[k] >= (unsigned)nslots) return prog_fault_at(f, pc, UINT32_MAX, "%s names buffer slot %u, which does not exist", op, slots[k]);
         if (raw[k] & SLOT_PEER) {
-            if (slots[k] != SLOT_SEND && slots[k] != SLOT_RECV)
-                return prog_fault_at(f, pc, UINT32_MAX, "%s names another rank's %s: only its send and receive buffers can be named", op,
+            if (slots[k] != SLOT_SEND && slots[k] != SLOT_RECV && slots[k] != SLOT_SHARED)
+                return prog_fault_at(f, pc, UINT32_MAX, "%s names another rank's %s: only its send and receive buffers and its shared scratch can be named", op,
                                      prog_buffer_name((int)slots[k], name[k], sizeof name[k]));
             if (info->message)
                 return prog_fault_at(f, pc, UINT32_MAX, "%s of another rank's buffer (a message moves this rank's own)", op);
@@ -200,14 +200,20 @@ static int race(const nbc_program *prog, uint32_t first, uint32_t pc, const acce
     return 1;
 }
 
-/* PROG_SHARED says exactly that the program names a peer's buffers or raises or waits for flags:
- * the runtime runs such a program only after its agreement, and any other without it. */
-static int shared(const nbc_insn *in)
+/* PROG_SHARED says exactly that the program names a peer's memory or raises or waits for
+ * flags (it needs the node's shared memory); PROG_AGREE exactly that it names a peer's send or
+ * receive buffer (the runtime runs it only after its agreement, and any other without it). */
+#define NEEDS_SHARED 1
+#define NEEDS_AGREE 2
+static unsigned needs(const nbc_insn *in)
 {
-    unsigned uses = prog_operands(in->op);
-    int peer_operand = 0;
-    for (int k = 0; k < 3; k++) peer_operand |= (uses >> k & 1) && (prog_operand_slot(in, k) & SLOT_PEER);
-    return prog_opinfo(in->op)->flag || peer_operand;
+    unsigned uses = prog_operands(in->op), r = prog_opinfo(in->op)->flag ? NEEDS_SHARED : 0;
+    for (int k = 0; k < 3; k++) {
+        unsigned slot = prog_operand_slot(in, k);
+        if (!(uses >> k & 1) || !(slot & SLOT_PEER)) continue;
+        r |= NEEDS_SHARED | (SLOT_INDEX(slot) != SLOT_SHARED ? NEEDS_AGREE : 0);
+    }
+    return r;
 }
 
 int prog_check(const nbc_program *prog, int64_t p, const uint64_t *slot_bytes, int nslots, prog_fault *f)
@@ -220,16 +226,30 @@ int prog_check_rank(const nbc_program *prog, int64_t p, int64_t rank, const uint
     const uint32_t *rounds = prog_rounds(prog);
     if (rounds[0] != 0 || rounds[prog->nrounds] != prog->ninsns)
         return prog_fault_at(f, 0, UINT32_MAX, "round table does not cover the %u instructions", prog->ninsns);
-    uint32_t first_shared = UINT32_MAX;
+    if (prog->flags & ~(PROG_SHARED | PROG_AGREE)) return prog_fault_at(f, 0, UINT32_MAX, "unknown program flags %#x", prog->flags);
+    uint32_t first_shared = UINT32_MAX, first_agree = UINT32_MAX;
     for (uint32_t pc = 0; pc < prog->ninsns; pc++) {
         if (check_insn(prog, pc, p, rank, slot_bytes, nslots, f)) return 1;
-        if (first_shared == UINT32_MAX && shared(&prog_insns(prog)[pc])) first_shared = pc;
+        unsigned need = needs(&prog_insns(prog)[pc]);
+        if (first_shared == UINT32_MAX && need & NEEDS_SHARED) first_shared = pc;
+        if (first_agree == UINT32_MAX && need & NEEDS_AGREE) first_agree = pc;
     }
     if (first_shared != UINT32_MAX && !(prog->flags & PROG_SHARED))
         return prog_fault_at(f, first_shared, UINT32_MAX, "%s names another rank on this node, but the program is not marked PROG_SHARED",
                              prog_opcode_name(prog_insns(prog)[first_shared].op));
     if (first_shared == UINT32_MAX && (prog->flags & PROG_SHARED))
-        return prog_fault_at(f, 0, UINT32_MAX, "the program is marked PROG_SHARED but names no other rank's buffer and no flag");
+        return prog_fault_at(f, 0, UINT32_MAX, "the program is marked PROG_SHARED but names no other rank's memory and no flag");
+    if (first_agree != UINT32_MAX && !(prog->flags & PROG_AGREE))
+        return prog_fault_at(f, first_agree, UINT32_MAX,
+                             "%s names another rank's send or receive buffer, but the program is not marked PROG_AGREE",
+                             prog_opcode_name(prog_insns(prog)[first_agree].op));
+    if (first_agree == UINT32_MAX && (prog->flags & PROG_AGREE))
+        return prog_fault_at(f, 0, UINT32_MAX, "the program is marked PROG_AGREE but names no other rank's send or receive buffer");
+    /* a shared scratch no other rank names would be a plain scratch, and the runtime would
+     * map memory for nothing */
+    if (prog->shared_bytes && !(prog->flags & PROG_SHARED))
+        return prog_fault_at(f, 0, UINT32_MAX, "a shared scratch of %" PRIu64 " bytes in a program that is not PROG_SHARED (no other rank names it: it would be a plain scratch)",
+                             prog->shared_bytes);
 
     span_set reading[NBC_MAX_SLOTS] = {{0}}, writing[NBC_MAX_SLOTS] = {{0}};
     int rc = 0;

@@ -21,6 +21,7 @@ int prog_slot_bytes(const nbc_program *prog, nbc_collective c, const compile_arg
     bytes[SLOT_SEND] = send * es;
     bytes[SLOT_RECV] = recv * es;
     bytes[SLOT_SCRATCH] = prog->scratch;
+    bytes[SLOT_SHARED] = prog->shared_bytes; /* a peer's is as long: every rank declares the same */
     for (int s = SLOT_EXTRA; s < SLOT_EXTRA + nbufs - 1; s++) bytes[s] = (uint64_t)a->count * es;
     return SLOT_EXTRA + (int)nbufs - 1;
 }
@@ -39,6 +40,8 @@ static int well_formed(const nbc_program *prog, const compile_args *a, prog_faul
         return BAD(0, "compiled for %u-byte elements, called with %lld", prog->esize, (long long)a->esize);
     if (prog->scratch % prog->esize || prog->scratch > COMPILE_MAX_BYTES * 2)
         return BAD(0, "scratch of %" PRIu64 " bytes", prog->scratch);
+    if (prog->shared_bytes % prog->esize || prog->shared_bytes > COMPILE_MAX_BYTES * 2)
+        return BAD(0, "shared scratch of %" PRIu64 " bytes", prog->shared_bytes);
     if (prog->max_round_comms > INT_MAX) return BAD(0, "%u messages in a round", prog->max_round_comms);
     const uint32_t *rounds = prog_rounds(prog);
     if (rounds[0] != 0 || rounds[prog->nrounds] != prog->ninsns)

@@ -20,6 +20,7 @@ typedef enum {
     N_LET,      /* let name = a */
     N_ASSIGN,   /* name = a */
     N_SCRATCH,  /* scratch name[a] */
+    N_SHARED,   /* shared name[a]: in the shared scratch, which other ranks can name (name@r) */
     N_IF,       /* if a { b } else { c } */
     N_FOR_IN,   /* for name in a .. b { c } */
     N_FOR_WHILE,/* for name = a while b next c { d } */

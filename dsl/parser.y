@@ -62,7 +62,7 @@ static node *mk(parse_ctx *ctx, node_kind k, parse_loc at, node *a, node *b, nod
 }
 
 %token KW_SCHEDULE "'schedule'" KW_IMPLEMENTS "'implements'" KW_REQUIRES "'requires'"
-%token KW_ORDERED "'ordered'" KW_PARAM "'param'" KW_LET "'let'" KW_SCRATCH "'scratch'" KW_FOR "'for'" KW_IN "'in'"
+%token KW_ORDERED "'ordered'" KW_PARAM "'param'" KW_LET "'let'" KW_SCRATCH "'scratch'" KW_SHARED "'shared'" KW_FOR "'for'" KW_IN "'in'"
 %token KW_WHILE "'while'" KW_NEXT "'next'" KW_IF "'if'" KW_ELSE "'else'" KW_ROUND "'round'"
 %token KW_SEND "'send'" KW_TO "'to'" KW_RECV "'recv'" KW_FROM "'from'" KW_COPY "'copy'"
 %token KW_REDUCE "'reduce'" KW_CALL "'call'" KW_SIGNAL "'signal'" KW_WAIT "'wait'"
@@ -150,6 +150,7 @@ stmt
     : KW_LET T_ID '=' expr ';'       { $$ = MK(N_LET, @2, $4, NULL, NULL); $$->name = $2; }
     | T_ID '=' expr ';'              { $$ = MK(N_ASSIGN, @1, $3, NULL, NULL); $$->name = $1; }
     | KW_SCRATCH T_ID '[' expr ']' ';' { $$ = MK(N_SCRATCH, @2, $4, NULL, NULL); $$->name = $2; }
+    | KW_SHARED T_ID '[' expr ']' ';'  { $$ = MK(N_SHARED, @2, $4, NULL, NULL); $$->name = $2; }
     | if_stmt
     | KW_FOR T_ID KW_IN expr T_DOTDOT expr block
                                      { $$ = MK(N_FOR_IN, @1, $4, $6, $7); $$->name = $2; }

@@ -332,14 +332,15 @@ static void shared_memory(void)
     compile_args a = {.p = 3, .rank = 0, .count = 4, .esize = 8, .commutative = 1, .shared_memory = 1};
     int rc = compile_text("shm.nbs", text, "s", &a, &prog, &d);
     const nbc_insn *in = prog ? prog_insns(prog) : NULL;
-    result(rc == 0 && prog->ninsns == 6 && prog->nrounds == 1 && prog->flags == PROG_SHARED && prog->max_round_comms == 0 &&
+    result(rc == 0 && prog->ninsns == 6 && prog->nrounds == 1 && prog->flags == (PROG_SHARED | PROG_AGREE) &&
+               prog->max_round_comms == 0 && prog->shared_bytes == 0 &&
                in[0].op == OP_COMBINE && in[0].peer == 1 && in[0].a_slot == SLOT_RECV && in[0].b_slot == SLOT_SEND &&
                in[0].c_slot == (SLOT_SEND | SLOT_PEER) &&
                in[1].op == OP_COPY && in[1].peer == 2 && in[1].b_slot == (SLOT_SEND | SLOT_PEER) &&
                in[2].op == OP_REDUCE && in[2].peer == 1 && in[2].b_slot == (SLOT_SEND | SLOT_PEER) &&
                in[3].op == OP_COPY && in[3].peer == 2 && in[3].a_slot == (SLOT_RECV | SLOT_PEER) && in[3].b_slot == SLOT_RECV &&
                in[4].op == OP_SIGNAL && in[4].peer == 1 && in[4].len == 0 && in[5].op == OP_WAIT && in[5].peer == 2,
-           "peer operands, one peer per COMBINE, signal and wait, PROG_SHARED", "rc %d, %s", rc, d.text ? d.text : "wrong program");
+           "peer operands, one peer per COMBINE, signal and wait, PROG_SHARED and PROG_AGREE", "rc %d, %s", rc, d.text ? d.text : "wrong program");
     free(prog);
     diag_free(&d);
 
@@ -367,8 +368,8 @@ static void shared_memory(void)
     } bad[] = {
         {"a signal to itself", "round { signal rank; }", "shm.nbs:3:20: error: signal to rank 1: it must be another rank, in 0..2"},
         {"a wait on no rank", "round { wait p; }", "shm.nbs:3:18: error: wait to rank 3"},
-        {"a buffer other than sendbuf and recvbuf", "scratch t[count]; round { copy t@2 to recvbuf; }",
-         "only sendbuf and recvbuf of another rank can be named ('t@...')"},
+        {"a scratch buffer of another rank", "scratch t[count]; round { copy t@2 to recvbuf; }",
+         "only sendbuf, recvbuf and shared buffers of another rank can be named ('t@...')"},
         {"a peer outside 0..p-1", "round { copy sendbuf@3 to recvbuf; }", "shm.nbs:3:26: error: rank 3 is outside 0..2"},
         {"two peers in one instruction", "round { copy sendbuf@0 to recvbuf@2; }",
          "one instruction can name the buffers of one other rank"},
@@ -377,6 +378,112 @@ static void shared_memory(void)
         {"a peer buffer without shared memory", "round { copy sendbuf@0 to recvbuf; }",
          "needs ranks that share memory: requires shared_memory"},
         {"a flag without shared memory", "round { signal 0; }", "needs ranks that share memory"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char src[400];
+        snprintf(src, sizeof src, "schedule b implements allreduce\n{\n    %s\n}\n", bad[i].stmt);
+        a = (compile_args){.p = 3, .rank = 1, .count = 4, .esize = 8, .commutative = 1,
+                           .shared_memory = strstr(bad[i].says, "share memory") == NULL};
+        prog = NULL;
+        rc = compile_text("shm.nbs", src, "b", &a, &prog, &d);
+        char name[160];
+        snprintf(name, sizeof name, "the compiler refuses %s", bad[i].what);
+        result(rc == COMPILE_ERROR && d.text && strstr(d.text, bad[i].says), name, "rc %d: %s", rc, d.text ? d.text : "");
+        free(prog);
+        diag_free(&d);
+    }
+}
+
+/* shared NAME[len]: buffers in the shared scratch (SLOT_SHARED, shared_bytes, offsets of their
+ * own), NAME@r for rank r's; a program that names no peer's send or receive buffer is
+ * PROG_SHARED without PROG_AGREE. */
+static void shared_scratch(void)
+{
+    const char *text =
+        "schedule s implements allreduce\n"
+        "    requires shared_memory\n"
+        "{\n"
+        "    shared a[2];\n"
+        "    scratch t[3];\n"
+        "    shared b[count];\n"
+        "    round { copy sendbuf to b; copy sendbuf[0 : 2] to a; signal 1; }\n"
+        "    round {\n"
+        "        copy b@1 to recvbuf;\n"
+        "        reduce recvbuf =+ b@rank;\n" /* fused: b@rank is the own b */
+        "        copy a@2 to t[0 : 2];\n"
+        "    }\n"
+        "}\n";
+    diag d;
+    nbc_program *prog = NULL;
+    compile_args a = {.p = 3, .rank = 0, .count = 4, .esize = 8, .commutative = 1, .shared_memory = 1};
+    int rc = compile_text("shared.nbs", text, "s", &a, &prog, &d);
+    const nbc_insn *in = prog ? prog_insns(prog) : NULL;
+    result(rc == 0 && prog->ninsns == 5 && prog->nrounds == 2 && prog->flags == PROG_SHARED && prog->shared_bytes == 48 &&
+               prog->scratch == 24 &&
+               in[0].op == OP_COPY && in[0].a_slot == SLOT_SHARED && in[0].a_off == 16 && in[0].len == 32 && in[0].peer == -1 &&
+               in[1].op == OP_COPY && in[1].a_slot == SLOT_SHARED && in[1].a_off == 0 && in[1].len == 16 &&
+               in[2].op == OP_SIGNAL &&
+               in[3].op == OP_COMBINE && in[3].peer == 1 && in[3].a_slot == SLOT_RECV && in[3].b_slot == SLOT_SHARED &&
+               in[3].b_off == 16 && in[3].c_slot == (SLOT_SHARED | SLOT_PEER) && in[3].c_off == 16 &&
+               in[4].op == OP_COPY && in[4].peer == 2 && in[4].a_slot == SLOT_SCRATCH && in[4].b_slot == (SLOT_SHARED | SLOT_PEER) &&
+               in[4].b_off == 0,
+           "shared buffers: their own offsets, shared_bytes, NAME@r, NAME@rank, PROG_SHARED without PROG_AGREE", "rc %d, %s", rc,
+           d.text ? d.text : "wrong program");
+    free(prog);
+    diag_free(&d);
+
+    /* the schedule: p = 1 and count 0 have no flag, hence no shared scratch either */
+    sched_lib *lib = builtins();
+    const sched_def *small = lib_find(lib, "allreduce_shm_small");
+    static const struct {
+        int64_t p, count;
+        uint32_t ninsns, flags;
+        uint64_t shared;
+    } want[] = {{1, 5, 1, 0, 0}, {3, 0, 0, 0, 0}, {3, 5, 8, PROG_SHARED, 20}, {4, 2048, 11, PROG_SHARED, 8192}};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        a = (compile_args){.p = want[i].p, .rank = 0, .count = want[i].count, .esize = 4, .shared_memory = 1};
+        diag_init(&d);
+        prog = NULL;
+        rc = small ? compile_program(lib, small, &a, &prog, &d) : -1;
+        char name[160];
+        snprintf(name, sizeof name, "allreduce_shm_small at p = %lld, count %lld: %u instructions, flags %u, %llu shared bytes",
+                 (long long)want[i].p, (long long)want[i].count, want[i].ninsns, want[i].flags, (unsigned long long)want[i].shared);
+        result(rc == 0 && prog->ninsns == want[i].ninsns && prog->flags == want[i].flags && prog->shared_bytes == want[i].shared,
+               name, "rc %d, %s", rc, d.text ? d.text : "wrong program");
+        free(prog);
+        diag_free(&d);
+    }
+    lib_destroy(lib);
+
+    /* a callee whose arguments depend on rank may get a different count on every rank */
+    const char *callee =
+        "schedule outer implements allreduce\n{\n    call inner(count = count - rank);\n}\n"
+        "schedule inner implements allreduce\n{\n    shared t[count];\n    round { copy sendbuf to t; signal 0; }\n}\n";
+    a = (compile_args){.p = 3, .rank = 1, .count = 4, .esize = 8, .commutative = 1, .shared_memory = 1};
+    prog = NULL;
+    rc = compile_text("callee.nbs", callee, "outer", &a, &prog, &d);
+    result(rc == COMPILE_ERROR && d.text && strstr(d.text, "callee.nbs:7:12: error: shared 't' is declared under a condition, loop or call that depends on rank"),
+           "the compiler refuses a shared buffer in a call whose arguments depend on rank", "rc %d: %s", rc, d.text ? d.text : "");
+    free(prog);
+    diag_free(&d);
+
+    static const struct {
+        const char *what, *stmt, *says;
+    } bad[] = {
+        {"a shared buffer without shared memory", "shared t[count];", "shm.nbs:3:12: error: needs ranks that share memory"},
+        {"a shared size that names rank", "shared t[rank + 1];",
+         "shm.nbs:3:19: error: the size of shared 't' depends on rank: it must be the same on every rank"},
+        {"a shared size of a variable that depends on rank", "let n = block(count, p, rank); shared t[len(n)];",
+         "the size of shared 't' depends on rank"},
+        {"a shared buffer under a condition on rank", "if rank != 0 { shared t[count]; }",
+         "shared 't' is declared under a condition, loop or call that depends on rank"},
+        {"a shared buffer in a loop bounded by rank", "for i in 0 .. rank { shared t[count]; }",
+         "declared under a condition, loop or call that depends on rank"},
+        {"a negative shared size", "shared t[-1];", "shm.nbs:3:14: error: shared size -1 is negative"},
+        {"a message of a peer's shared buffer", "shared t[count]; round { send t@0 to 0; }",
+         "send and recv cannot name another rank's"},
+        {"two peers' shared buffers in one instruction", "shared t[count]; round { copy t@0 to t@2; }",
+         "one instruction can name the buffers of one other rank"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char src[400];
@@ -492,6 +599,7 @@ int main(int argc, char **argv)
     features();
     fusion();
     shared_memory();
+    shared_scratch();
     hostile();
     return failures ? 1 : 0;
 }

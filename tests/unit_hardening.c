@@ -142,6 +142,7 @@ static void flag_with_length(nbc_program *p) { first(p, OP_SIGNAL)->len = 4; }
 static void flag_to_self(nbc_program *p) { first(p, OP_WAIT)->peer = 1; }
 static void flag_outside_p(nbc_program *p) { first(p, OP_SIGNAL)->peer = -1; }
 static void not_marked_shared(nbc_program *p) { p->flags = 0; }
+static void not_marked_agree(nbc_program *p) { p->flags = PROG_SHARED; }
 
 static void verifier_shared(const sched_lib *lib)
 {
@@ -171,6 +172,7 @@ static void verifier_shared(const sched_lib *lib)
         {"a flag to the rank itself", flag_to_self, "WAIT names peer 1"},
         {"a flag to rank -1", flag_outside_p, "SIGNAL names peer -1"},
         {"peer operands and flags without PROG_SHARED", not_marked_shared, "not marked PROG_SHARED"},
+        {"a peer's send buffer without PROG_AGREE", not_marked_agree, "not marked PROG_AGREE"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         nbc_program *p = malloc(good->bytes);
@@ -193,6 +195,69 @@ static void verifier_shared(const sched_lib *lib)
         good->flags |= PROG_SHARED;
         rc = prog_verify(good, COLL_ALLREDUCE, &a, &f);
         result(rc == 1 && strstr(f.msg, "marked PROG_SHARED but"), "the verifier refuses PROG_SHARED on a program without peers",
+               "rc %d: %s", rc, f.msg);
+        free(good);
+    }
+    diag_free(&d);
+}
+
+/* allreduce_shm_small at p = 3, rank 1, count 10 (a shared scratch of 40 bytes): COPY to
+ * shared, SIGNAL 0, SIGNAL 2, WAIT 0, WAIT 2, COMBINE (shared and shared@2), REDUCE (shared@0). */
+static const compile_args small_call = {.p = 3, .rank = 1, .count = 10, .esize = 4, .commutative = 1, .shared_memory = 1};
+static void shared_peer_past_end(nbc_program *p) { first(p, OP_REDUCE)->b_off = 40; }
+static void shared_own_past_end(nbc_program *p) { first(p, OP_COPY)->a_off = 8; }
+static void shared_bytes_short(nbc_program *p) { p->shared_bytes = 20; }
+static void shared_bytes_misaligned(nbc_program *p) { p->shared_bytes = 41; }
+static void shared_not_marked(nbc_program *p) { p->flags = 0; }
+static void shared_marked_agree(nbc_program *p) { p->flags |= PROG_AGREE; }
+static void flags_unknown(nbc_program *p) { p->flags |= 4; }
+
+static void verifier_shared_scratch(const sched_lib *lib)
+{
+    diag d;
+    diag_init(&d);
+    nbc_program *good = NULL;
+    compile_args a = small_call;
+    int rc = compile_program(lib, lib_find(lib, "allreduce_shm_small"), &a, &good, &d);
+    prog_fault f;
+    result(rc == COMPILE_OK && good->flags == PROG_SHARED && good->shared_bytes == 40 && prog_verify(good, COLL_ALLREDUCE, &a, &f) == 0,
+           "the verifier passes a compiled allreduce_shm_small", "%s", rc ? (d.text ? d.text : "") : f.msg);
+    diag_free(&d);
+    if (rc != COMPILE_OK) return;
+    static const struct {
+        const char *name;
+        corruption corrupt;
+        const char *says;
+    } cases[] = {
+        {"a peer's shared operand past the shared scratch", shared_peer_past_end, "[40, 80) of shared, which is 40 bytes long"},
+        {"an own shared operand past the shared scratch", shared_own_past_end, "[8, 48) of shared, which is 40 bytes long"},
+        {"a shared scratch shorter than its operands", shared_bytes_short, "of shared, which is 20 bytes long"},
+        {"a shared scratch of part of an element", shared_bytes_misaligned, "shared scratch of 41 bytes"},
+        {"peers' shared scratch without PROG_SHARED", shared_not_marked, "not marked PROG_SHARED"},
+        {"PROG_AGREE with no peer's send or receive buffer", shared_marked_agree, "marked PROG_AGREE but"},
+        {"an unknown program flag", flags_unknown, "unknown program flags"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        nbc_program *p = malloc(good->bytes);
+        memcpy(p, good, good->bytes);
+        cases[i].corrupt(p);
+        char name[160];
+        snprintf(name, sizeof name, "the verifier refuses %s", cases[i].name);
+        memset(&f, 0, sizeof f);
+        rc = prog_verify(p, COLL_ALLREDUCE, &a, &f);
+        result(rc == 1 && strstr(f.msg, cases[i].says) && !f.race, name, "rc %d: %s", rc, f.msg);
+        free(p);
+    }
+    free(good);
+
+    /* a shared scratch that no other rank names */
+    diag_init(&d);
+    a = ring_call;
+    rc = compile_program(lib, lib_find(lib, "allreduce_ring"), &a, &good, &d);
+    if (rc == COMPILE_OK) {
+        good->shared_bytes = 16;
+        rc = prog_verify(good, COLL_ALLREDUCE, &a, &f);
+        result(rc == 1 && strstr(f.msg, "it would be a plain scratch"), "the verifier refuses a shared scratch without PROG_SHARED",
                "rc %d: %s", rc, f.msg);
         free(good);
     }
@@ -341,6 +406,7 @@ int main(void)
     sched_lib *lib = builtins();
     verifier(lib);
     verifier_shared(lib);
+    verifier_shared_scratch(lib);
     compiler_limits();
     parser_limits();
     rule_limits(lib);

@@ -1,7 +1,9 @@
 #!/bin/sh
 # Writes docs/algorithms.md: for every allreduce schedule, the rounds and bytes sent per rank
 # read from its compiled programs (the maximum over ranks) at p = 8 and p = 13 for 2^20
-# doubles, beside what the reference formulas say. Usage: algorithms-table.sh NBCC > out.md
+# doubles, beside what the reference formulas say; then the shared-memory schedules, their
+# rounds, flags and shared scratch read the same way for 2048 doubles (16 KiB, the most
+# allreduce_shm_small takes). Usage: algorithms-table.sh NBCC > out.md
 NBCC=${1:-bin/nbcc}
 COUNT=1048576
 N=$((COUNT * 8))
@@ -60,3 +62,70 @@ the rank of the 4-block that hands the lone rank its whole segment, the imbalanc
 bound by the size ratio of consecutive blocks; Rabenseifner's fold makes its survivors send
 26 MiB at p = 13 against 14 MiB at p = 8.
 TAIL
+
+# schedule p: "max_rounds max_signals max_peer_operations max_shared_bytes agreement" for 2048 doubles
+measure_shm() {
+    "$NBCC" dump "$1" --p "$2" --count 2048 --type double | awk '
+        function done() { if (r > mr) mr = r; if (f > mf) mf = f; if (o > mo) mo = o; if (sb > msb) msb = sb }
+        /^schedule/ { done(); r = f = o = sb = 0 }
+        /^; / { r = $2; if (match($0, /shared scratch [0-9]+/)) sb = substr($0, RSTART + 15, RLENGTH - 15); if (/agreement/) ag = 1 }
+        $3 == "SIGNAL" { f++ }
+        ($3 == "COPY" || $3 == "REDUCE" || $3 == "COMBINE") && $4 != "-" { o++ }
+        END { done(); print mr + 0, mf + 0, mo + 0, msb + 0, ag ? "yes" : "no" }'
+}
+
+cat <<'SHM'
+
+## Shared memory
+
+Two schedules need ranks that share memory (`requires shared_memory`: every rank can map the
+others', one node) and send no message. Compiled for 2048 doubles (16 KiB), the most rounds,
+signals, operations on another rank's memory and bytes of shared scratch of any one rank;
+"agreement" says whether the program names another rank's send or receive buffer
+(`PROG_AGREE`: the runtime starts it only after every rank has entered the call and published
+them).
+
+| schedule | p | rounds | signals per rank | operations on peers' memory | shared scratch (bytes) | agreement |
+|---|---|---|---|---|---|---|
+SHM
+for name in allreduce_shm allreduce_shm_small; do
+    for p in 2 8; do
+        set -- $(measure_shm "$name" "$p")
+        echo "| $name | $p | $1 | $2 | $3 | $4 | $5 |"
+    done
+done
+cat <<'SHM'
+
+### allreduce_shm
+
+`allreduce_shm` runs after the runtime's agreement (`PROG_AGREE`), so its one round reads
+every rank's sendbuf at once: each rank computes its block, `block(count, p, rank)`, of the
+result in segments of `segsize` bytes (default 32 KiB) straight out of the p send buffers, in
+rank order (`copy sendbuf@(p - 1)[s] to recvbuf[s]`, then `reduce recvbuf[s] =+ sendbuf@r[s]`
+for r = p-2 down to 0: s0 ⊕ (s1 ⊕ (... ⊕ sp-1))), and copies each finished segment into every
+other rank's recvbuf (`copy recvbuf[s] to recvbuf@r[s]`) while it is in cache. The round ends
+with a `signal` to and a `wait` for every other rank, so no rank returns while another still
+uses its buffers. One rank computes each block and all get its copy: the result is
+bit-identical everywhere and non-commutative ops work (`ordered`). Per rank: n elements read,
+(p-1)/p·n written into the others' buffers, (p-1)/p·nγ of reduction, p-1 signals and p-1
+waits; at p = 2 the first copy and reduction fuse into one COMBINE that names the other rank.
+In place, a rank's input is its own recvbuf: it adds the lower ranks on its left and the
+higher ones on its right.
+
+### allreduce_shm_small
+
+`allreduce_shm_small` (`param maxbytes = 16384`, `requires count * esize <= maxbytes`) is for
+vectors so small that the synchronization, not the arithmetic, is the cost. It names no other
+rank's send or receive buffer, only their shared scratch (`shared stage[count]`, named
+`stage@r`), so it needs no agreement and starts at once. Round 0 copies sendbuf into the
+rank's own `stage`, then signals every other rank and waits for every other rank's signal;
+round 1 computes recvbuf := stage@0 ⊕ (stage@1 ⊕ (... ⊕ stage@(p-1))) (`copy stage@(p - 1) to
+recvbuf`, then `reduce recvbuf =+ stage@r` for r = p-2 down to 0). One exchange of flags is
+enough because the runtime does not reuse a call's shared scratch before every rank has ended
+that call: a rank may return while the others still read its stage. Every rank does the same
+operations in the same order, so the result is bit-identical everywhere and non-commutative
+ops work. Per rank: n elements written into its stage, p·n read, (p-1)·nγ of reduction (every
+rank reduces the whole vector, which is why it stops at `maxbytes`), p-1 signals and p-1
+waits. In place works unchanged, since round 0 has copied the input away; p = 1 is one copy,
+and count 0 emits nothing, not even a flag.
+SHM
