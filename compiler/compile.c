@@ -815,12 +815,18 @@ static void call(ev *e, const node *n)
     e->frame = old_frame;
 }
 
-/* Whether statements n (or a schedule they call) declare a shared buffer. seen: the schedules
- * already walked, so that calls cost one walk each; past its room the answer is yes. */
-static int reaches_shared(const sched_lib *lib, const node *n, const sched_def **seen, int *nseen)
+static int declares_shared(const node *n) { return n->kind == N_SHARED; }
+static int names_peer_buffer(const node *n)
+{
+    return n->kind == N_PEER && (same(n->name, "sendbuf") || same(n->name, "recvbuf"));
+}
+
+/* Whether statements n (or a schedule they call) hold a node `is` accepts. seen: the
+ * schedules already walked, so that calls cost one walk each; past its room the answer is yes. */
+static int reaches(const sched_lib *lib, const node *n, int (*is)(const node *), const sched_def **seen, int *nseen)
 {
     for (; n; n = n->next) {
-        if (n->kind == N_SHARED) return 1;
+        if (is(n)) return 1;
         if (n->kind == N_CALL) {
             const sched_def *s = lib_find(lib, n->name);
             int known = 0;
@@ -828,12 +834,12 @@ static int reaches_shared(const sched_lib *lib, const node *n, const sched_def *
             if (s && !known) {
                 if (*nseen == MAX_CALL_DEPTH) return 1;
                 seen[(*nseen)++] = s;
-                if (reaches_shared(lib, s->body, seen, nseen)) return 1;
+                if (reaches(lib, s->body, is, seen, nseen)) return 1;
             }
         }
-        /* the blocks of if, for and round (expressions hold neither a declaration nor a call) */
-        if (reaches_shared(lib, n->a, seen, nseen) || reaches_shared(lib, n->b, seen, nseen) ||
-            reaches_shared(lib, n->c, seen, nseen) || reaches_shared(lib, n->d, seen, nseen))
+        /* the blocks of if, for and round, and the operands of statements */
+        if (reaches(lib, n->a, is, seen, nseen) || reaches(lib, n->b, is, seen, nseen) || reaches(lib, n->c, is, seen, nseen) ||
+            reaches(lib, n->d, is, seen, nseen))
             return 1;
     }
     return 0;
@@ -850,7 +856,11 @@ static void start(ev *e, const sched_lib *lib, const compile_args *a, diag *d, c
     e->max_insns = a->max_insns ? a->max_insns : COMPILE_DEFAULT_MAX_INSNS;
     const sched_def *seen[MAX_CALL_DEPTH] = {s};
     int nseen = 1;
-    e->track_rank = reaches_shared(lib, s->body, seen, &nseen);
+    e->track_rank = reaches(lib, s->body, declares_shared, seen, &nseen);
+    /* The agreement is for every rank or none: a rank that names no peer's buffer itself (an
+     * empty block) must still publish its own for the ranks that do. */
+    nseen = 1;
+    e->agree = reaches(lib, s->body, names_peer_buffer, seen, &nseen);
 }
 
 static void finish(ev *e)

@@ -201,8 +201,10 @@ static int race(const nbc_program *prog, uint32_t first, uint32_t pc, const acce
 }
 
 /* PROG_SHARED says exactly that the program names a peer's memory or raises or waits for
- * flags (it needs the node's shared memory); PROG_AGREE exactly that it names a peer's send or
- * receive buffer (the runtime runs it only after its agreement, and any other without it). */
+ * flags (it needs the node's shared memory). PROG_AGREE must be there when it names a peer's
+ * send or receive buffer (the runtime runs it only after its agreement); it may be there
+ * without, since the agreement is for all ranks of a schedule or none, and another rank may
+ * name this one's buffers. */
 #define NEEDS_SHARED 1
 #define NEEDS_AGREE 2
 static unsigned needs(const nbc_insn *in)
@@ -243,8 +245,6 @@ int prog_check_rank(const nbc_program *prog, int64_t p, int64_t rank, const uint
         return prog_fault_at(f, first_agree, UINT32_MAX,
                              "%s names another rank's send or receive buffer, but the program is not marked PROG_AGREE",
                              prog_opcode_name(prog_insns(prog)[first_agree].op));
-    if (first_agree == UINT32_MAX && (prog->flags & PROG_AGREE))
-        return prog_fault_at(f, 0, UINT32_MAX, "the program is marked PROG_AGREE but names no other rank's send or receive buffer");
     /* a shared scratch no other rank names would be a plain scratch, and the runtime would
      * map memory for nothing */
     if (prog->shared_bytes && !(prog->flags & PROG_SHARED))

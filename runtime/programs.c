@@ -151,7 +151,7 @@ static int verified(nbc_program *prog, nbc_collective coll, const compile_args *
                     name, f.pc, f.msg);
 }
 
-static int program_with(nbc_collective coll, const compile_args *call, const forcing *f, cache_entry **out);
+static int program_with(nbc_collective coll, const compile_args *call, const forcing *f, const forcing *instead, cache_entry **out);
 
 int programs_for_call(nbc_collective coll, const compile_args *call, const char *spec, cache_entry **out)
 {
@@ -160,22 +160,27 @@ int programs_for_call(nbc_collective coll, const compile_args *call, const char 
         int rc = parse_forcing(coll, spec, &own);
         if (rc != MPI_SUCCESS) return rc;
     }
-    return program_with(coll, call, spec ? &own : &nbc_rt.sel.forced[coll], out);
+    return program_with(coll, call, spec ? &own : &nbc_rt.sel.forced[coll], NULL, out);
 }
 
-/* The shared program of an allreduce on one node: allreduce_shm (built in, or a loaded
- * schedule of that name), looked up again whenever the library or the selection changes. */
+/* The shared program of an allreduce on one node: allreduce_shm_small where it applies (small
+ * calls, any buffers), else allreduce_shm (built in, or loaded schedules of those names),
+ * looked up again whenever the library or the selection changes. */
 int programs_for_shared(const compile_args *call, cache_entry **out)
 {
     if (nbc_rt.sel.shared_generation != nbc_rt.sel.generation + 1) {
-        int rc = parse_forcing(COLL_ALLREDUCE, "allreduce_shm", &nbc_rt.sel.shared);
+        int rc = parse_forcing(COLL_ALLREDUCE, "allreduce_shm_small", &nbc_rt.sel.shared_small);
+        if (rc == MPI_SUCCESS) rc = parse_forcing(COLL_ALLREDUCE, "allreduce_shm", &nbc_rt.sel.shared);
         if (rc != MPI_SUCCESS) return rc;
         nbc_rt.sel.shared_generation = nbc_rt.sel.generation + 1;
     }
-    return program_with(COLL_ALLREDUCE, call, &nbc_rt.sel.shared, out);
+    return program_with(COLL_ALLREDUCE, call, &nbc_rt.sel.shared_small, &nbc_rt.sel.shared, out);
 }
 
-static int program_with(nbc_collective coll, const compile_args *call, const forcing *f, cache_entry **out)
+/* The program of schedule f (automatic selection when it names none) for the call; with
+ * `instead`, that schedule's when f's preconditions refuse the call (cached under a key of
+ * both). */
+static int program_with(nbc_collective coll, const compile_args *call, const forcing *f, const forcing *instead, cache_entry **out)
 {
     const sched_def *s = f->ch.s;
     compile_args with_params = *call;
@@ -186,7 +191,7 @@ static int program_with(nbc_collective coll, const compile_args *call, const for
         for (int c = 0; c < COLL_COUNT_; c++) nbc_rt.sel.auto_key[c] = XXH3_64bits_withSeed("auto", 4, nbc_rt.sel.generation * 64 + (uint64_t)c);
         nbc_rt.sel.auto_generation = nbc_rt.sel.generation;
     }
-    cache_key key = {.schedule = s ? f->identity : nbc_rt.sel.auto_key[coll],
+    cache_key key = {.schedule = (s ? f->identity : nbc_rt.sel.auto_key[coll]) ^ (instead ? instead->identity * 31 : 0),
                      .p = a->p, .rank = a->rank, .count = a->count, .esize = a->esize,
                      .flags = (a->inplace ? 1 : 0) | (a->commutative ? 2 : 0) | (a->shared_memory ? 4 : 0) | a->nbufs << 8, .root = a->root,
                      .param = f->param_hash};
@@ -200,6 +205,14 @@ static int program_with(nbc_collective coll, const compile_args *call, const for
     diag_clear(&d);
     nbc_program *prog;
     int rc = compile_program(nbc_rt.sel.lib, s, a, &prog, &d);
+    if (rc == COMPILE_UNMET && instead) {
+        diag_clear(&d);
+        with_params = *call;
+        with_params.max_insns = nbc_rt.env.max_insns;
+        select_apply_choice(&instead->ch, &with_params);
+        s = instead->ch.s;
+        rc = compile_program(nbc_rt.sel.lib, s, a, &prog, &d);
+    }
     if (rc == COMPILE_UNMET) return report(MPI_ERR_ARG, &d, "");
     if (rc == COMPILE_NOMEM) return report(MPI_ERR_NO_MEM, &d, "");
     if (rc != COMPILE_OK) return report(MPI_ERR_OTHER, &d, "the schedule failed to compile:\n");

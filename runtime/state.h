@@ -81,7 +81,7 @@ typedef struct {
         uint64_t generation;         /* bumped whenever the library or the selection changes */
         uint64_t auto_key[COLL_COUNT_]; /* the cache key's schedule under automatic selection */
         uint64_t auto_generation;
-        forcing shared;              /* allreduce_shm, for programs_for_shared */
+        forcing shared, shared_small; /* allreduce_shm and allreduce_shm_small, for programs_for_shared */
         uint64_t shared_generation;  /* generation + 1 when `shared` was looked up */
         rule_table *rules;
         select_mode mode;

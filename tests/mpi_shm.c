@@ -138,8 +138,9 @@ static void calls(const char *name, int private_rank, const kind *kinds, int nki
                 int64_t at = rc == MPI_SUCCESS ? wrong(k, recv, n, noncomm) : -1;
                 check(rc == MPI_SUCCESS && at < 0, name, "%s count %lld%s: %s at %lld", k->name, (long long)n,
                       inplace ? " in place" : "", rc != MPI_SUCCESS ? nbc_error_message() : "wrong result", (long long)at);
-                /* shared when every rank's buffers are (count 0 too: a synchronization) */
-                int want = private_rank < 0 && size > 1;
+                /* shared when every rank's buffers are (count 0 too: a synchronization), or
+                 * small enough for the stages (allreduce_shm_small) */
+                int want = size > 1 && (private_rank < 0 || (size_t)n * k->esize <= 16384);
                 check((nbc_rt.shm.shared_calls > before) == want, name, "%s count %lld%s: %s expected", k->name, (long long)n,
                       inplace ? " in place" : "", want ? "the shared path" : "messages");
                 free_buf(shared, send);

@@ -209,7 +209,6 @@ static void shared_own_past_end(nbc_program *p) { first(p, OP_COPY)->a_off = 8; 
 static void shared_bytes_short(nbc_program *p) { p->shared_bytes = 20; }
 static void shared_bytes_misaligned(nbc_program *p) { p->shared_bytes = 41; }
 static void shared_not_marked(nbc_program *p) { p->flags = 0; }
-static void shared_marked_agree(nbc_program *p) { p->flags |= PROG_AGREE; }
 static void flags_unknown(nbc_program *p) { p->flags |= 4; }
 
 static void verifier_shared_scratch(const sched_lib *lib)
@@ -234,7 +233,6 @@ static void verifier_shared_scratch(const sched_lib *lib)
         {"a shared scratch shorter than its operands", shared_bytes_short, "of shared, which is 20 bytes long"},
         {"a shared scratch of part of an element", shared_bytes_misaligned, "shared scratch of 41 bytes"},
         {"peers' shared scratch without PROG_SHARED", shared_not_marked, "not marked PROG_SHARED"},
-        {"PROG_AGREE with no peer's send or receive buffer", shared_marked_agree, "marked PROG_AGREE but"},
         {"an unknown program flag", flags_unknown, "unknown program flags"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
