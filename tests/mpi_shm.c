@@ -225,6 +225,39 @@ static void allocator(void)
     }
 }
 
+/* --withhold (NBC_TIMEOUT set, p = 2): rank 1 never makes the calls; rank 0's fail with a
+ * timeout that says what it waited for: the peer's signal (the small schedule), the ranks'
+ * agreement (the large one). */
+static void withheld(void)
+{
+    int token = 0;
+    double one = 1, sum = 0; /* one call together first: the communicator is attached */
+    nbc_request first;
+    if (nbc_iallreduce(&one, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &first) != MPI_SUCCESS || nbc_wait(&first) != MPI_SUCCESS)
+        check(0, "a call before the withheld ones", "%s", nbc_error_message());
+    if (rank != 0) { /* waits (plain MPI, not nbc) until rank 0 is done */
+        MPI_Recv(&token, 1, MPI_INT, 0, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        return;
+    }
+    enum { LARGE = 1 << 16 };
+    double *send, *recv;
+    nbc_alloc_mem(LARGE * sizeof(double), &send);
+    nbc_alloc_mem(LARGE * sizeof(double), &recv);
+    const struct {
+        const char *name, *says;
+        int count;
+    } cases[] = {{"a withheld large call times out naming the agreement", "the ranks' agreement on shared memory", LARGE},
+                 {"a withheld small call times out naming the missing signal", "no answer from rank 1 (its signal)", 4}};
+    for (int i = 0; i < 2; i++) {
+        nbc_request req;
+        int rc = nbc_iallreduce(send, recv, cases[i].count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req);
+        if (rc == MPI_SUCCESS) rc = nbc_wait(&req);
+        const char *msg = nbc_error_message();
+        check(rc != MPI_SUCCESS && strstr(msg, cases[i].says), cases[i].name, "rc %d: %s", rc, msg);
+    }
+    MPI_Send(&token, 1, MPI_INT, 1, 99, MPI_COMM_WORLD);
+}
+
 static void on_alarm(int sig)
 {
     (void)sig;
@@ -249,6 +282,15 @@ int main(int argc, char **argv)
                           {"int noncommutative", MPI_INT, noncomm, sizeof(int)}};
     int nkinds = sizeof kinds / sizeof *kinds;
     check(nbc_rt.shm.enabled, "sharing is on", "NBC_SHM or the launcher turned it off");
+    if (argc > 1 && !strcmp(argv[1], "--withhold")) {
+        withheld();
+        for (int i = 1; rank == 0 && i < nchecks; i++)
+            printf("%s %s p=%d%s%s\n", failed[i] ? "FAIL" : "ok", names[i], size, failed[i] ? ": " : "", why[i]);
+        fflush(stdout);
+        nbc_finalize();
+        MPI_Finalize();
+        return 0;
+    }
     calls("shared buffers on every rank", -1, kinds, nkinds, noncomm);
     calls("rank 0's buffers private", 0, kinds, 2, noncomm);
     calls("the last rank's buffers private", size - 1, kinds, 2, noncomm);

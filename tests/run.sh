@@ -174,6 +174,7 @@ done
 for p in $4; do
     ASAN_OPTIONS=detect_leaks=0 suite "mpi_shm p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_shm"
 done
+NBC_TIMEOUT=1 ASAN_OPTIONS=detect_leaks=0 suite "mpi_shm withheld" $MPIEXEC -n 2 "$BUILD/tests/mpi_shm" --withhold
 for p in $5; do
     ASAN_OPTIONS=detect_leaks=0 suite "mpi_collectives p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_collectives"
 done
