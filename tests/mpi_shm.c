@@ -140,7 +140,7 @@ static void calls(const char *name, int private_rank, const kind *kinds, int nki
                       inplace ? " in place" : "", rc != MPI_SUCCESS ? nbc_error_message() : "wrong result", (long long)at);
                 /* shared when every rank's buffers are (count 0 too: a synchronization), or
                  * small enough for the stages (allreduce_shm_small) */
-                int want = size > 1 && (private_rank < 0 || (size_t)n * k->esize <= 16384);
+                int want = size > 1 && (private_rank < 0 || (size_t)n * k->esize <= 65536);
                 check((nbc_rt.shm.shared_calls > before) == want, name, "%s count %lld%s: %s expected", k->name, (long long)n,
                       inplace ? " in place" : "", want ? "the shared path" : "messages");
                 free_buf(shared, send);

@@ -2,8 +2,8 @@
 # Writes docs/algorithms.md: for every allreduce schedule, the rounds and bytes sent per rank
 # read from its compiled programs (the maximum over ranks) at p = 8 and p = 13 for 2^20
 # doubles, beside what the reference formulas say; then the shared-memory schedules, their
-# rounds, flags and shared scratch read the same way for 2048 doubles (16 KiB, the most
-# allreduce_shm_small takes). Usage: algorithms-table.sh NBCC > out.md
+# rounds, flags and shared scratch read the same way for 2048 doubles (16 KiB).
+# Usage: algorithms-table.sh NBCC > out.md
 NBCC=${1:-bin/nbcc}
 COUNT=1048576
 N=$((COUNT * 8))
@@ -114,7 +114,7 @@ higher ones on its right.
 
 ### allreduce_shm_small
 
-`allreduce_shm_small` (`param maxbytes = 16384`, `requires count * esize <= maxbytes`) is for
+`allreduce_shm_small` (`param maxbytes = 65536`, `requires count * esize <= maxbytes`) is for
 vectors so small that the synchronization, not the arithmetic, is the cost. It names no other
 rank's send or receive buffer, only their shared scratch (`shared stage[count]`, named
 `stage@r`), so it needs no agreement and starts at once. Round 0 copies sendbuf into the
