@@ -457,8 +457,13 @@ int shm_agree(struct nbc_req *r)
 
 void shm_end(struct nbc_req *r)
 {
-    if (r->shm_chan < 0) return;
     struct shm_comm *sc = r->cs ? r->cs->shm : NULL;
+    if (r->shm_chan < 0) {
+        /* failed before its turn on its channel (a timeout): the turns of the calls after it
+         * can no longer be counted, so this rank stops sharing on the communicator */
+        if (sc && r->shm_entry && !r->shm_chosen && r->st.err != MPI_SUCCESS) sc->state = SHM_OFF;
+        return;
+    }
     if (sc) {
         sc->served[r->shm_chan]++;
         if (sc->block[r->cs->rank]) __atomic_store_n(&pub_of(sc->block[r->cs->rank], r->shm_chan)->done, r->shm_ticket + 1, __ATOMIC_RELEASE);
