@@ -1,6 +1,6 @@
 /* MPI_Alloc_mem and MPI_Free_mem: memory from nbc_alloc_mem, so that a program that allocates
- * its buffers with MPI_Alloc_mem gets nbc's shared-memory allreduce (docs/shared-memory.md)
- * without a change. NBC_MPI_ALLOC_MEM=0 leaves both calls to MPICH.
+ * its buffers with MPI_Alloc_mem gets nbc's shared-memory allreduce (runtime/shm.c) without a
+ * change. NBC_MPI_ALLOC_MEM=0 leaves both calls to MPICH.
  *
  * MPI_Free_mem must tell nbc's blocks from MPICH's: nbc_free_mem hands any pointer outside its
  * segment to free(), which is wrong for MPICH's memory (and nbc_alloc_mem's own fallback is

@@ -64,7 +64,6 @@ class Memory(unittest.TestCase):
         self.assertEqual((a.shape, a.dtype), ((3, 5), np.dtype(np.int32)))
         self.assertTrue(a.flags.c_contiguous and a.flags.writeable)
         self.assertIsInstance(a.base, _core._Memory)
-        self.assertEqual(a.ctypes.data % 64, 0)
         z = nbc.zeros(1000, np.float32)
         self.assertEqual(z.shape, (1000,))
         self.assertTrue((z == 0).all())
