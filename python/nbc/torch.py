@@ -21,7 +21,6 @@ import threading
 import time
 
 import numpy as np
-
 import torch
 from mpi4py import MPI
 
