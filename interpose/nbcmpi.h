@@ -12,9 +12,10 @@
 enum nm_kind {
     K_IALLREDUCE, K_IREDUCE, K_IBCAST, K_IBARRIER, K_IREDUCE_SCATTER_BLOCK, K_IALLGATHER,
     K_ALLREDUCE, K_REDUCE, K_BCAST, K_BARRIER, K_REDUCE_SCATTER_BLOCK, K_ALLGATHER,
-    K_PERSISTENT, K_VARIANT, NKINDS
+    K_PERSISTENT, K_VARIANT, K_ALLOC_MEM, NKINDS
 };
-enum nm_reason { R_INTERCOMM, R_COMM_NULL, R_TOO_LARGE, R_VARIANT, R_BLOCKING_OFF, NREASONS };
+enum nm_reason { R_INTERCOMM, R_COMM_NULL, R_TOO_LARGE, R_VARIANT, R_BLOCKING_OFF, R_ALLOC_MEM_OFF, R_NBC_REFUSED,
+                 NREASONS };
 void nm_ran(enum nm_kind k);
 void nm_passed(enum nm_kind k, enum nm_reason why);
 void nm_count_as(int k); /* the next counts of this thread go to kind k (-1: their own) */

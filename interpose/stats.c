@@ -9,10 +9,12 @@ static const char *const kind_name[NKINDS] = {
     "MPI_Iallreduce", "MPI_Ireduce", "MPI_Ibcast", "MPI_Ibarrier", "MPI_Ireduce_scatter_block", "MPI_Iallgather",
     "MPI_Allreduce", "MPI_Reduce", "MPI_Bcast", "MPI_Barrier", "MPI_Reduce_scatter_block", "MPI_Allgather",
     "persistent (MPI_*_init; each start also counts as its non-blocking call)", "v- and w- variants",
+    "MPI_Alloc_mem (nbc_alloc_mem)",
 };
 static const char *const reason_name[NREASONS] = {
     "intercommunicator", "MPI_COMM_NULL or invalid communicator", "more than INT_MAX bytes",
     "v- and w- variants are MPICH's", "blocking (NBC_MPI_BLOCKING unset)",
+    "NBC_MPI_ALLOC_MEM=0", "nbc_alloc_mem failed",
 };
 static unsigned long ran[NKINDS], passed[NKINDS][NREASONS];
 

@@ -50,6 +50,30 @@ for p in 1 4; do
     run "MPICH alone" 300 $MPIEXEC -n "$p" "$build/tests/interpose_coll" --iters "$iters"
 done
 
+# MPI_Alloc_mem's memory is nbc's: its three allreduces (MPI_Allreduce, in place, MPI_Iallreduce)
+# run through shared memory on every rank, the control into malloc'd memory with messages
+# (NBC_TRACE=2's lines); NBC_MPI_ALLOC_MEM=0 gives MPICH's memory, so messages throughout
+for p in 1 2 3 4; do
+    run "preloaded MPI_Alloc_mem" 120 $MPIEXEC -n "$p" env NBC_TRACE=2 NBC_MPI_BLOCKING=1 LD_PRELOAD="$lib" \
+        "$build/tests/interpose_coll" --alloc-mem --expect-nbc
+    shared=$(grep -c "allreduce call [0-9]* runs through shared memory" "$tmp/err")
+    messages=$(grep -c "allreduce call [0-9]* runs with messages" "$tmp/err")
+    want=$((3 * p)) want_messages=$p
+    [ "$p" = 1 ] && want=0 want_messages=0 # (one rank: nothing to share, no agreement)
+    if [ "$shared" = "$want" ] && [ "$messages" = "$want_messages" ]; then
+        echo "ok allreduce on MPI_Alloc_mem buffers runs through shared memory (p=$p)"
+    else
+        echo "FAIL allreduce on MPI_Alloc_mem buffers runs through shared memory (p=$p): $shared shared, $messages with messages (want $want and $want_messages)"
+    fi
+done
+run "preloaded NBC_MPI_ALLOC_MEM=0" 120 $MPIEXEC -n 2 env NBC_MPI_ALLOC_MEM=0 NBC_TRACE=2 NBC_MPI_BLOCKING=1 \
+    LD_PRELOAD="$lib" "$build/tests/interpose_coll" --alloc-mem --expect-nbc
+if ! grep -q "runs through shared memory" "$tmp/err" && [ "$(grep -c "runs with messages" "$tmp/err")" = 8 ]; then
+    echo "ok NBC_MPI_ALLOC_MEM=0: MPI_Alloc_mem is MPICH's, every allreduce runs with messages (p=2)"
+else
+    echo "FAIL NBC_MPI_ALLOC_MEM=0: MPI_Alloc_mem is MPICH's (p=2): $(grep -c "runs through shared memory" "$tmp/err") shared"
+fi
+
 # an unchanged MPI program: the same output with and without the preload
 for p in 1 4; do
     $MPIEXEC -n "$p" "$build/tests/interpose_overlap" 65536 > "$tmp/plain" 2>&1

@@ -3,7 +3,8 @@
  * Every result is compared with an answer computed locally (MPI_Reduce_local folding every
  * rank's input, which each rank can generate). Prints "ok NAME" or "FAIL NAME: why".
  * Options: --iters N (window iterations), --expect-nbc (fail unless MPI_Iallreduce is
- * interposed). */
+ * interposed), --alloc-mem (only the MPI_Alloc_mem test, whose allreduces tests/interpose.sh
+ * counts in NBC_TRACE=2's lines). */
 #include <mpi.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -759,6 +760,74 @@ static void test_errors(int interposed)
            bad);
 }
 
+/* ---- MPI_Alloc_mem: nbc's shared memory under the preload (an allreduce on it runs through
+ * shared memory: tests/interpose.sh checks NBC_TRACE=2), MPICH's without ---- */
+static void test_alloc_mem(int interposed)
+{
+    int bad = 0, n = 20000, m = 7;
+    double *s = NULL, *r = NULL, *w = malloc(n * sizeof(double));
+    int *si = NULL, *ri = NULL, *wi = malloc(m * sizeof(int));
+    MPI_Alloc_mem(n * sizeof(double), MPI_INFO_NULL, &s);
+    MPI_Alloc_mem(n * sizeof(double), MPI_INFO_NULL, &r);
+    MPI_Alloc_mem(m * sizeof(int), MPI_INFO_NULL, &si);
+    MPI_Alloc_mem(m * sizeof(int), MPI_INFO_NULL, &ri);
+    fill_dbl(s, rank, n, MPI_DOUBLE);
+    reference(w, n, MPI_DOUBLE, MPI_SUM, fill_dbl, 0);
+    MPI_Allreduce(s, r, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    if (memcmp(r, w, n * sizeof(double))) bad |= fail("MPI_Allreduce on MPI_Alloc_mem buffers");
+    fill_dbl(r, rank, n, MPI_DOUBLE);
+    MPI_Allreduce(MPI_IN_PLACE, r, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    if (memcmp(r, w, n * sizeof(double))) bad |= fail("MPI_Allreduce in place on an MPI_Alloc_mem buffer");
+    fill_int(si, rank, m, MPI_INT);
+    reference(wi, m, MPI_INT, MPI_SUM, fill_int, 0);
+    MPI_Request q;
+    MPI_Iallreduce(si, ri, m, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &q);
+    MPI_Wait(&q, MPI_STATUS_IGNORE);
+    if (memcmp(ri, wi, m * sizeof(int))) bad |= fail("MPI_Iallreduce on MPI_Alloc_mem buffers");
+    /* the control: buffers of the program's own run with messages */
+    int *pi = malloc(m * sizeof(int));
+    MPI_Allreduce(si, pi, m, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (memcmp(pi, wi, m * sizeof(int))) bad |= fail("MPI_Allreduce from MPI_Alloc_mem into malloc");
+    free(pi);
+    /* MPICH's own memory (PMPI_Alloc_mem) given to MPI_Free_mem goes back to MPICH */
+    char *own = NULL;
+    if (PMPI_Alloc_mem(100, MPI_INFO_NULL, &own) != MPI_SUCCESS || !own) bad |= fail("PMPI_Alloc_mem");
+    else own[99] = 1;
+    if (MPI_Free_mem(own) != MPI_SUCCESS) bad |= fail("MPI_Free_mem of PMPI_Alloc_mem memory");
+    /* many blocks, freed in another order than made, of size 0 too */
+    void *b[64];
+    for (int i = 0; i < 64; i++)
+        if (MPI_Alloc_mem(i * 100, MPI_INFO_NULL, &b[i]) != MPI_SUCCESS) bad |= fail("MPI_Alloc_mem %d", i);
+        else if (i) memset(b[i], i, i * 100);
+    for (int i = 0; i < 64; i++)
+        if (MPI_Free_mem(b[(i * 37) % 64]) != MPI_SUCCESS) bad |= fail("MPI_Free_mem %d", (i * 37) % 64);
+    /* errors go to MPI_COMM_WORLD's handler, with MPI_ERR_ARG */
+    MPI_Errhandler eh, old;
+    MPI_Comm_create_errhandler(count_errors, &eh);
+    MPI_Comm_get_errhandler(MPI_COMM_WORLD, &old);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, eh);
+    handler_calls = 0;
+    void *x = NULL;
+    int rc = MPI_Alloc_mem(-1, MPI_INFO_NULL, &x), cls = -1;
+    MPI_Error_class(rc, &cls);
+    if (cls != MPI_ERR_ARG || handler_calls != 1) bad |= fail("MPI_Alloc_mem(-1): class %d, handler %d", cls, handler_calls);
+    rc = MPI_Alloc_mem(8, MPI_INFO_NULL, NULL), cls = -1;
+    MPI_Error_class(rc, &cls);
+    if (cls != MPI_ERR_ARG || handler_calls != 2) bad |= fail("MPI_Alloc_mem(NULL): class %d, handler %d", cls, handler_calls);
+    const char *off = getenv("NBC_MPI_ALLOC_MEM");
+    if (interposed && !(off && atoi(off) <= 0)) { /* (MPICH's memory: an assertion fails) */
+        rc = MPI_Free_mem(s + 1), cls = -1;
+        MPI_Error_class(rc, &cls);
+        if (cls != MPI_ERR_ARG || handler_calls != 3) bad |= fail("MPI_Free_mem inside a block: class %d", cls);
+    }
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, old);
+    MPI_Errhandler_free(&eh);
+    if (old != MPI_ERRHANDLER_NULL) MPI_Errhandler_free(&old);
+    if (MPI_Free_mem(s) || MPI_Free_mem(r) || MPI_Free_mem(si) || MPI_Free_mem(ri)) bad |= fail("MPI_Free_mem");
+    free(w), free(wi);
+    report("allreduce on MPI_Alloc_mem buffers; MPI_Free_mem; its errors", bad);
+}
+
 /* ---- blocking collectives (on nbc under NBC_MPI_BLOCKING=1) and persistent ones ---- */
 static void test_blocking(void)
 {
@@ -885,12 +954,18 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &p);
-    int iters = 200, expect = 0;
+    int iters = 200, expect = 0, alloc_mem_only = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
         if (!strcmp(argv[i], "--expect-nbc")) expect = 1;
+        if (!strcmp(argv[i], "--alloc-mem")) alloc_mem_only = 1;
     }
     if (expect) report("MPI_Iallreduce is interposed", (void *)MPI_Iallreduce == (void *)PMPI_Iallreduce);
+    if (alloc_mem_only) {
+        test_alloc_mem(expect);
+        MPI_Finalize();
+        return failures != 0;
+    }
     test_collectives();
     test_in_place();
     test_user_ops();
@@ -902,6 +977,7 @@ int main(int argc, char **argv)
     test_progress();
     test_errors(expect);
     test_blocking();
+    test_alloc_mem(expect);
     /* (not asked of MPICH 4.0.2 alone: its MPI_Testall on its own persistent collectives
      * returns MPI_ERR_IN_STATUS with no error in any status, its MPI_Waitany loop over them
      * never ends at p = 3, and its persistent allgather gives wrong blocks at p = 4) */

@@ -58,6 +58,8 @@ _progress = _sig("nbc_progress")
 _progress_thread = _sig("nbc_progress_thread", _I)
 _init = _sig("nbc_init")
 _finalize = _sig("nbc_finalize")
+_alloc_mem = _sig("nbc_alloc_mem", ctypes.c_ssize_t, ctypes.POINTER(_P))  # MPI_Aint: a ptrdiff_t
+_free_mem = _sig("nbc_free_mem", _P)
 _load_schedules = _sig("nbc_load_schedules", ctypes.c_char_p)
 _set_schedule = _sig("nbc_set_schedule", ctypes.c_char_p, ctypes.c_char_p)
 _load_tuning = _sig("nbc_load_tuning", ctypes.c_char_p)
@@ -299,6 +301,52 @@ def _info(info, priority, any_order, name):
     if name is not None:
         i.Set("nbc_name", str(name))
     return i, True
+
+
+# ---- memory the ranks of a node share (nbc_alloc_mem) ----
+
+class _Memory:
+    """One block from nbc_alloc_mem, seen by NumPy through __array_interface__: an array made
+    from it has it as its base, so the block is freed (nbc_free_mem) when the last array on it
+    is collected."""
+
+    def __init__(self, shape, dtype):
+        self.addr = None
+        dtype = np.dtype(dtype)
+        shape = (int(shape),) if np.isscalar(shape) else tuple(int(n) for n in shape)
+        if any(n < 0 for n in shape):
+            raise Error(MPI.ERR_ARG, "negative dimensions in shape %r" % (shape,))
+        p = _P()
+        _check(_alloc_mem(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize, ctypes.byref(p)))
+        self.addr = p.value
+        self.__array_interface__ = {"data": (self.addr, False), "shape": shape, "typestr": dtype.str,
+                                    "descr": dtype.descr, "version": 3}
+
+    def __del__(self):
+        # After MPI_Finalize nbc cannot be called, and while the interpreter shuts down the
+        # modules may be gone: the block is left to the process's end, which takes the
+        # segment with it.
+        try:
+            if self.addr is None or sys.is_finalizing() or MPI.Is_finalized():
+                return
+            _free_mem(self.addr)
+            self.addr = None
+        except Exception:
+            pass
+
+
+def empty(shape, dtype=np.float64):
+    """A NumPy array in nbc's shared memory (nbc_alloc_mem), uninitialized. An allreduce whose
+    buffers are such arrays on every rank of a communicator on one node reduces straight out
+    of the peers' memory; the memory is freed with the last array on it."""
+    return np.asarray(_Memory(shape, dtype))
+
+
+def zeros(shape, dtype=np.float64):
+    """empty(), filled with zeros."""
+    a = empty(shape, dtype)
+    a.fill(0)
+    return a
 
 
 # ---- the non-blocking collectives ----

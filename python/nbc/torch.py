@@ -10,15 +10,39 @@ persistent any-order request, front layers first):
 
     sync = nbc.torch.TotalReduce(model)
     loss.backward(); sync.synchronize(); optimizer.step()
+
+Tensors in the memory the ranks of a node share (an allreduce on them runs through it):
+
+    t = nbc.torch.empty((1024, 1024), dtype=torch.float32)
 """
 import collections
+import math
 import threading
 import time
 
+import numpy as np
 import torch
 from mpi4py import MPI
 
 from . import _core as nbc
+
+
+def empty(shape, dtype=torch.float32):
+    """A CPU tensor in nbc's shared memory (nbc.empty's, as bytes), uninitialized; the tensor
+    keeps the memory alive, and it is freed with the last tensor on it. An allreduce on such
+    tensors on every rank of a communicator on one node reduces out of the peers' memory."""
+    shape = (int(shape),) if isinstance(shape, int) else tuple(int(n) for n in shape)
+    count = math.prod(shape)
+    if count == 0:  # (torch.frombuffer refuses an empty buffer; nothing to share anyway)
+        return torch.empty(shape, dtype=dtype)
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    raw = nbc.empty(count * itemsize, dtype=np.uint8)
+    return torch.frombuffer(raw, dtype=dtype).view(shape)
+
+
+def zeros(shape, dtype=torch.float32):
+    """empty(), filled with zeros."""
+    return empty(shape, dtype).zero_()
 
 
 class HookState:

@@ -1,8 +1,9 @@
 #!/bin/sh
 # The Python tests (python/nbc) on P processes, under the launcher of the MPI that mpi4py runs
-# on, with the libnbc.so built against that MPI: the bindings at every P, torch at P = 2, and at
-# P = 1 the error a mismatched library gives. Prints ok/FAIL lines, or one "skip" line when
-# Python's modules, the matching build of nbc or its launcher are missing.
+# on, with the libnbc.so built against that MPI: the bindings at every P, torch at P = 2, at P = 1
+# the error a mismatched library gives, and nbc.empty's shared memory (test_memory, under
+# NBC_TRACE=2) at every P. Prints ok/FAIL lines, or one "skip" line when Python's modules, the
+# matching build of nbc or its launcher are missing.
 # Usage: sh tests/python/run.sh P   (PYTHON: the interpreter to use; default the first python3
 # on PATH that has numpy and mpi4py)
 p=$1
@@ -41,6 +42,14 @@ mods=test_bindings
 unset NBC_LIBRARY
 timeout 600 $launcher -n "$p" "$py" tests/python/run.py $mods
 rc=$?
+# nbc.empty's arrays: NBC_TRACE=2 makes each allreduce say which path it took (on stderr, with
+# every program traced: kept out of the output unless the run fails)
+err=$(mktemp)
+timeout 300 $launcher -n "$p" env NBC_TRACE=2 "$py" tests/python/run.py test_memory 2> "$err"
+rc2=$?
+[ "$rc2" -ne 0 ] && grep -v "^nbc: trace\|^schedule \|^; \|^round \|^ *[0-9]" "$err" | tail -n 20 >&2
+rm -f "$err"
+[ "$rc" -eq 0 ] && rc=$rc2
 if [ "$p" = 1 ] && [ -f "$other" ]; then
     # the other MPI's build, named on purpose: import must refuse it and say what to build
     out=$(NBC_LIBRARY=$other timeout 60 "$py" -c 'import sys; sys.path.insert(0, "python"); import nbc' 2>&1)
