@@ -147,6 +147,7 @@ int comm_state_of(MPI_Comm comm, comm_state **out)
 }
 
 int comm_next_tag(comm_state *cs) { return (int)(cs->seq++ % cs->tag_space); }
+int comm_peek_tag(const comm_state *cs) { return (int)(cs->seq % cs->tag_space); }
 
 /* Any-order requests are made by _init calls, which every rank makes in the same order, so
  * the duplication is started at the same point everywhere, like the first. */

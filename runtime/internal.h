@@ -37,6 +37,7 @@ struct comm_state {
     struct nbc_req *persistent; /* its any-order requests, for stall reports */
     struct shm_comm *shm; /* shared memory with its ranks (shm.c), from the first call that may use it */
     uint64_t shm_tickets; /* calls started on it that may use shared memory */
+    int shm_tag;          /* the first such call's tag, which attaching uses (the same on every rank) */
     comm_state *prev, *next;
 };
 int comm_init(void);
@@ -44,6 +45,7 @@ void comm_finalize(void);
 int comm_state_of(MPI_Comm comm, comm_state **out);  /* creates it on first use */
 comm_state *comm_state_find(MPI_Comm comm);          /* NULL when there is none yet */
 int comm_next_tag(comm_state *cs);
+int comm_peek_tag(const comm_state *cs);             /* what comm_next_tag will return */
 int comm_want_any(comm_state *cs);                   /* starts the any-order duplicate */
 /* Whether the private duplicate (any: the any-order one) can be used yet (it tests the
  * pending duplication). */

@@ -77,6 +77,7 @@ void programs_finalize(void)
     nbc_rt.sel.programs = NULL;
     nbc_rt.sel.lib = NULL;
     memset(nbc_rt.sel.forced, 0, sizeof nbc_rt.sel.forced);
+    nbc_rt.sel.shared_generation = 0; /* its schedules were the library's */
 }
 
 int programs_load_schedules(const char *path)

@@ -281,7 +281,9 @@ static int attach_start(comm_state *cs, struct nbc_req *r)
     if (off) memset(nbc_rt.shm.base + off, 0, flags_end(p)); /* the stage needs no zeros */
     sc->mine = (hello){nbc_rt.shm.nonce, nbc_rt.shm.bytes, off, getpid(), nbc_rt.shm.fd, off != 0, 0};
     sc->state = HELLO;
-    sc->tag = r->st.tag;
+    /* whichever call gets here first, the messages carry the first shared-eligible call's tag:
+     * on another rank another call may get here first */
+    sc->tag = cs->shm_tag;
     return exchange(sc, cs, r->st.comm, &sc->mine, sc->hellos, sizeof(hello));
 }
 

@@ -298,6 +298,23 @@ int main(int argc, char **argv)
     persistent();
     allocator();
     MPI_Op_free(&noncomm);
+    /* the library again after nbc_finalize: a shared allreduce (its schedules looked up anew) */
+    {
+        enum { COUNT = 100000 };
+        const kind k = {"double sum", MPI_DOUBLE, MPI_SUM, sizeof(double)};
+        double *send, *recv;
+        nbc_alloc_mem(COUNT * sizeof(double), &send);
+        nbc_alloc_mem(COUNT * sizeof(double), &recv);
+        fill(&k, send, COUNT);
+        nbc_finalize();
+        nbc_request req;
+        int rc = nbc_iallreduce(send, recv, COUNT, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req);
+        if (rc == MPI_SUCCESS) rc = nbc_wait(&req);
+        int64_t at = rc == MPI_SUCCESS ? wrong(&k, recv, COUNT, MPI_OP_NULL) : -1;
+        check(rc == MPI_SUCCESS && at < 0, "a shared allreduce after nbc_finalize", "%s at %lld", rc ? nbc_error_message() : "wrong", (long long)at);
+        nbc_free_mem(send);
+        nbc_free_mem(recv);
+    }
     int mine[MAX_CHECKS], any[MAX_CHECKS];
     for (int i = 0; i < nchecks; i++) mine[i] = failed[i];
     MPI_Allreduce(mine, any, nchecks, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
