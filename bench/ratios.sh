@@ -44,6 +44,11 @@ while [ "$i" -le "$N" ]; do
                 n = split("gloo_ring gloo_ring_chunked gloo_halving_doubling gloo_bcube gloo_allreduce", g, " ")
                 for (k = 1; k <= n; k++) r("nbc TCP/" g[k], "gloo:nbc_auto@tcp", "gloo:" g[k])
                 r("nbc/bound", "bench:nbc_auto", "bench:bound")
+                r("nbc shared/bound", "bench:nbc_auto_shared", "bench:bound")
+                r("nbc shared/prototype", "bench:nbc_auto_shared", "bench:shm_prototype")
+                r("nbc shared/MPICH Allreduce", "bench:nbc_auto_shared", "bench:MPI_Allreduce")
+                r("nbc shared/Open MPI Allreduce (on Open MPI)", "openmpi:nbc_auto_shared", "openmpi:MPI_Allreduce")
+                r("nbc shared/Open MPI Iallreduce (on Open MPI)", "openmpi:nbc_auto_shared", "openmpi:MPI_Iallreduce")
                 r("prototype/bound", "bench:shm_prototype", "bench:bound")
                 r("nbc/prototype", "bench:nbc_auto", "bench:shm_prototype")
             }' "$tmp/bench.csv" "$tmp/gloo.csv" $([ -f "$tmp/openmpi.csv" ] && echo "$tmp/openmpi.csv") >> "$out/ratios-p$P.csv"

@@ -218,13 +218,12 @@ void call_launch(struct nbc_req *r)
     if (r->shm_entry) {
         r->st.prog = cache_entry_program(r->entry);
         r->st.shared = NULL;
-        if (r->cs->shm_tickets == 0) r->cs->shm_tag = comm_peek_tag(r->cs);
-        r->shm_ticket = r->cs->shm_tickets++;
         r->shm_chosen = r->shm_published = 0;
     }
     if (r->any_order) {
         r->st.tag = (int)(r->id % (r->cs->tag_space - STALL_TAGS));
     } else {
+        r->seq = r->cs->seq;
         r->st.tag = comm_next_tag(r->cs);
         if (check_enabled()) check_begin(r);
     }

@@ -146,8 +146,8 @@ int comm_state_of(MPI_Comm comm, comm_state **out)
     return MPI_SUCCESS;
 }
 
-int comm_next_tag(comm_state *cs) { return (int)(cs->seq++ % cs->tag_space); }
-int comm_peek_tag(const comm_state *cs) { return (int)(cs->seq % cs->tag_space); }
+/* The top tag is kept for attaching shared memory (shm.c). */
+int comm_next_tag(comm_state *cs) { return (int)(cs->seq++ % (cs->tag_space - 1)); }
 
 /* Any-order requests are made by _init calls, which every rank makes in the same order, so
  * the duplication is started at the same point everywhere, like the first. */

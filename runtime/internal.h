@@ -13,6 +13,7 @@
 #include "../interp/interp.h"
 #include "cache.h"
 #include "nbc.h"
+#include "shm.h"
 
 /* ---- errors (error.c) ---- */
 #define NBC_ERROR_MAX 4096
@@ -36,8 +37,8 @@ struct comm_state {
     int refs;             /* requests that use it: it outlives MPI_Comm_free until they end */
     struct nbc_req *persistent; /* its any-order requests, for stall reports */
     struct shm_comm *shm; /* shared memory with its ranks (shm.c), from the first call that may use it */
-    uint64_t shm_tickets; /* calls started on it that may use shared memory */
-    int shm_tag;          /* the first such call's tag, which attaching uses (the same on every rank) */
+    uint64_t served[SHM_CHANNELS]; /* its ordered calls that have ended, by seq % SHM_CHANNELS
+                                     (the turns on shm.c's channels) */
     comm_state *prev, *next;
 };
 int comm_init(void);
@@ -45,7 +46,6 @@ void comm_finalize(void);
 int comm_state_of(MPI_Comm comm, comm_state **out);  /* creates it on first use */
 comm_state *comm_state_find(MPI_Comm comm);          /* NULL when there is none yet */
 int comm_next_tag(comm_state *cs);
-int comm_peek_tag(const comm_state *cs);             /* what comm_next_tag will return */
 int comm_want_any(comm_state *cs);                   /* starts the any-order duplicate */
 /* Whether the private duplicate (any: the any-order one) can be used yet (it tests the
  * pending duplication). */
@@ -95,7 +95,7 @@ struct nbc_req {
     /* shared memory (shm.c): a call that may take the shared path has both programs, and its
      * ranks agree on one before running it */
     cache_entry *shm_entry;  /* the shared program, or NULL: entry is the only one */
-    uint64_t shm_ticket;     /* its number among its communicator's shared-eligible calls */
+    uint64_t seq;            /* ordered: its number among its communicator's calls (the same everywhere) */
     int shm_chan;            /* the channel it holds, or -1 */
     int shm_published, shm_chosen;
     interp_shared *shm;      /* what the shared program needs (kept with the pooled request) */

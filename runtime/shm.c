@@ -6,10 +6,12 @@
  * for each of CHANNELS channels one line (a call's buffers or "declined", and which call last
  * ended there), one flag line per peer, and a stage (the shared scratch of SLOT_SHARED).
  *
- * The calls that may use shared memory take tickets in the order they start (the same order on
- * every rank); ticket t uses channel t % CHANNELS. It runs there only after ticket t - CHANNELS
- * has ended here (so this rank never rewrites a line a peer may still need) and, when its
- * program uses the stage, after it has ended on every rank (no peer still reads the stage).
+ * Ordered call number seq of a communicator (the same call on every rank, whatever collective)
+ * uses channel seq % CHANNELS. It runs there only after every earlier call of that channel has
+ * ended here (comm_state's served counts, so a failed or mismatched call still takes its turn:
+ * this rank never rewrites a line a peer may still need) and, when its program uses the stage,
+ * after the last call that used that stage has ended on every rank (no peer still reads it).
+ * Attaching uses the communicator's top tag, which no call's messages use.
  *
  * The agreement, before a program that names the peers' send or receive buffers (PROG_AGREE):
  * a rank publishes its buffers on its line, or declines when they are not in its segment, and
@@ -26,7 +28,7 @@
 #include "env.h"
 #include "state.h"
 
-#define CHANNELS 16
+#define CHANNELS SHM_CHANNELS
 #define STAGE_BYTES (64u << 10) /* shared scratch per channel */
 #define HEAP_START 4096
 #define ALIGN 64
@@ -80,9 +82,9 @@ struct shm_comm {
     int32_t mapped, *mapped_all; /* this rank's, and every rank's, "I mapped everyone" */
     MPI_Request *reqs;
     int nreqs, tag;
+    uint64_t stage_last[CHANNELS]; /* seq + 1 of the last call that used each channel's stage */
     char **seg, **block;  /* [p]: every rank's segment and block, as mapped here */
     uint64_t *bytes;      /* [p]: their segments' sizes */
-    uint64_t served[CHANNELS]; /* calls that have ended here on each channel */
 };
 
 /* A communicator's block: pub[CHANNELS], flag[CHANNELS][p] (the flag raised for rank `to`),
@@ -281,9 +283,9 @@ static int attach_start(comm_state *cs, struct nbc_req *r)
     if (off) memset(nbc_rt.shm.base + off, 0, flags_end(p)); /* the stage needs no zeros */
     sc->mine = (hello){nbc_rt.shm.nonce, nbc_rt.shm.bytes, off, getpid(), nbc_rt.shm.fd, off != 0, 0};
     sc->state = HELLO;
-    /* whichever call gets here first, the messages carry the first shared-eligible call's tag:
-     * on another rank another call may get here first */
-    sc->tag = cs->shm_tag;
+    /* whichever call gets here first (on another rank another call may), the messages carry
+     * the tag kept for them */
+    sc->tag = (int)(cs->tag_space - 1);
     return exchange(sc, cs, r->st.comm, &sc->mine, sc->hellos, sizeof(hello));
 }
 
@@ -363,7 +365,7 @@ static int choose(struct nbc_req *r, int shared, const char *why)
     else nbc_rt.shm.message_calls++;
     if (nbc_rt.env.trace > 1)
         fprintf(stderr, "nbc: trace: rank %d of %d: allreduce call %llu runs %s%s\n", r->cs->rank, r->cs->size,
-                (unsigned long long)r->shm_ticket, shared ? "through shared memory" : "with messages: ", why);
+                (unsigned long long)r->seq, shared ? "through shared memory" : "with messages: ", why);
     r->st.prog = cache_entry_program(shared ? r->shm_entry : r->entry);
     r->st.shared = shared ? r->shm : NULL;
     if (shared) r->st.base[SLOT_SHARED] = r->shm->peer_base[r->cs->rank][SLOT_SHARED];
@@ -385,16 +387,18 @@ static void fill_shared(struct nbc_req *r, struct shm_comm *sc, int c, const pub
         sh->seen[q] = flag_of(sc->block[q], p, c, me);
         sh->raised[q] = sh->awaited[q] = 0;
     }
-    sh->stamp = (r->shm_ticket + 1) << 20; /* above every flag of the calls before on this channel */
+    sh->stamp = (r->seq + 1) << 20; /* above every flag of the calls before on this channel */
     sh->nwaiting = 0;
 }
 
-/* Whether every rank has ended the call before this one on channel c (its stage is free). */
-static int stage_free(const struct nbc_req *r, struct shm_comm *sc, int c)
+/* Whether every rank has ended the last call that used channel c's stage (so none still reads
+ * this rank's); then this call is its last user. Which calls use a stage is the same on every
+ * rank, so stage_last is too. */
+static int take_stage(struct shm_comm *sc, const struct nbc_req *r, int c)
 {
-    if (r->shm_ticket < CHANNELS) return 1;
     for (int q = 0; q < r->cs->size; q++)
-        if (__atomic_load_n(&pub_of(sc->block[q], c)->done, __ATOMIC_ACQUIRE) < r->shm_ticket - CHANNELS + 1) return 0;
+        if (__atomic_load_n(&pub_of(sc->block[q], c)->done, __ATOMIC_ACQUIRE) < sc->stage_last[c]) return 0;
+    sc->stage_last[c] = r->seq + 1;
     return 1;
 }
 
@@ -410,8 +414,8 @@ int shm_agree(struct nbc_req *r)
     if (rc == 0) return 0;
     struct shm_comm *sc = cs->shm;
     if (sc->state == SHM_OFF) return choose(r, 0, "a rank cannot share memory with all the others");
-    int c = (int)(r->shm_ticket % CHANNELS);
-    if (sc->served[c] != r->shm_ticket / CHANNELS) return 0; /* the call before on this channel is still here */
+    int c = (int)(r->seq % CHANNELS);
+    if (cs->served[c] != r->seq / CHANNELS) return 0; /* the call before on this channel is still here */
     r->shm_chan = c;
     const nbc_program *prog = cache_entry_program(r->shm_entry);
     if (!r->shm && !(r->shm = malloc(sizeof *r->shm))) {
@@ -420,7 +424,7 @@ int shm_agree(struct nbc_req *r)
     }
     if (!(prog->flags & PROG_AGREE)) { /* the stage only: no buffers to agree on */
         if (prog->shared_bytes > STAGE_BYTES) return choose(r, 0, "the program's shared scratch is larger than the stage");
-        if (!stage_free(r, sc, c)) return 0;
+        if (prog->shared_bytes && !take_stage(sc, r, c)) return 0;
         fill_shared(r, sc, c, NULL);
         return choose(r, 1, "");
     }
@@ -434,7 +438,7 @@ int shm_agree(struct nbc_req *r)
         mine->send_off = (uint64_t)send_off;
         mine->recv_off = (uint64_t)recv_off;
         mine->len = len;
-        __atomic_store_n(&mine->stamp, r->shm_ticket + 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&mine->stamp, r->seq + 1, __ATOMIC_RELEASE);
         r->shm_published = 1;
         if (!ok) return choose(r, 0, sc->taking_part ? "this rank's buffers are not from nbc_alloc_mem" : "this rank failed earlier");
     }
@@ -443,7 +447,7 @@ int shm_agree(struct nbc_req *r)
     for (int q = 0; q < p; q++) {
         if (q == me) continue;
         lines[q] = pub_of(sc->block[q], c);
-        if (__atomic_load_n(&lines[q]->stamp, __ATOMIC_ACQUIRE) != r->shm_ticket + 1) return 0;
+        if (__atomic_load_n(&lines[q]->stamp, __ATOMIC_ACQUIRE) != r->seq + 1) return 0;
         if (lines[q]->declined || lines[q]->len != len) all = 0; /* different lengths: both sides see it */
         else if (len > sc->bytes[q] || lines[q]->send_off > sc->bytes[q] - len || lines[q]->recv_off > sc->bytes[q] - len) {
             req_fail(r, MPI_ERR_INTERN, "rank %d published buffers outside its shared segment", q);
@@ -452,7 +456,7 @@ int shm_agree(struct nbc_req *r)
     }
     if (!all) return choose(r, 0, "another rank declined");
     if (prog->shared_bytes > STAGE_BYTES) return choose(r, 0, "the program's shared scratch is larger than the stage");
-    if (prog->shared_bytes && !stage_free(r, sc, c)) return 0;
+    if (prog->shared_bytes && !take_stage(sc, r, c)) return 0;
     fill_shared(r, sc, c, lines);
     return choose(r, 1, "");
 }
@@ -460,15 +464,9 @@ int shm_agree(struct nbc_req *r)
 void shm_end(struct nbc_req *r)
 {
     struct shm_comm *sc = r->cs ? r->cs->shm : NULL;
-    if (r->shm_chan < 0) {
-        /* failed before its turn on its channel (a timeout): the turns of the calls after it
-         * can no longer be counted, so this rank stops sharing on the communicator */
-        if (sc && r->shm_entry && !r->shm_chosen && r->st.err != MPI_SUCCESS) sc->state = SHM_OFF;
-        return;
-    }
+    if (r->shm_chan < 0) return;
     if (sc) {
-        sc->served[r->shm_chan]++;
-        if (sc->block[r->cs->rank]) __atomic_store_n(&pub_of(sc->block[r->cs->rank], r->shm_chan)->done, r->shm_ticket + 1, __ATOMIC_RELEASE);
+        if (sc->block[r->cs->rank]) __atomic_store_n(&pub_of(sc->block[r->cs->rank], r->shm_chan)->done, r->seq + 1, __ATOMIC_RELEASE);
         /* a shared program that failed half-way leaves flags the peers cannot trust: this rank
          * declines from now on, which its peers see on its line */
         if (r->st.shared && r->st.err != MPI_SUCCESS) sc->taking_part = 0;

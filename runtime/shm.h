@@ -7,6 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Channels of a communicator's shared memory: call seq uses channel seq % SHM_CHANNELS. */
+#define SHM_CHANNELS 16
+
 struct nbc_req;
 struct comm_state;
 struct call;
