@@ -572,6 +572,18 @@ static int ranked(ev *e, const node *n)
     return 0;
 }
 
+/* scratch or shared NAME[len]: len elements more of that space, *total so far. */
+static void declare_space(ev *e, const node *n, nbc_slot slot, int64_t *total, const char *what)
+{
+    int64_t len = eval_int(e, n->a);
+    if (len < 0) fail(e, n->a->at, "%s size %lld is negative", what, (long long)len);
+    value v = view(slot, len, 1, n->name);
+    v.a = *total;
+    if (__builtin_add_overflow(*total, len, total) || *total > (INT64_MAX / 2) / e->args->esize)
+        fail(e, n->at, "%s space overflows", what);
+    define(e, n->name, v, 0, n->at);
+}
+
 /* shared NAME[len]: like scratch, in the shared scratch. A peer names it by this rank's place
  * and size, so every rank must declare the same shared buffers in the same order: a size or a
  * declaration that depends on rank is refused (as far as the compiler can tell; see ranked()). */
@@ -582,13 +594,7 @@ static void shared_decl(ev *e, const node *n)
     if (e->rank_ctl)
         fail(e, n->at, "shared '%s' is declared under a condition, loop or call that depends on rank: every rank must declare it alike",
              n->name);
-    int64_t len = eval_int(e, n->a);
-    if (len < 0) fail(e, n->a->at, "shared size %lld is negative", (long long)len);
-    value v = view(SLOT_SHARED, len, 1, n->name);
-    v.a = e->shared_elems;
-    if (__builtin_add_overflow(e->shared_elems, len, &e->shared_elems) || e->shared_elems > (INT64_MAX / 2) / e->args->esize)
-        fail(e, n->at, "shared space overflows");
-    define(e, n->name, v, 0, n->at);
+    declare_space(e, n, SLOT_SHARED, &e->shared_elems, "shared");
 }
 
 static void statement(ev *e, const node *n)
@@ -610,16 +616,7 @@ static void statement(ev *e, const node *n)
         v->v = x;
         return;
     }
-    case N_SCRATCH: {
-        int64_t len = eval_int(e, n->a);
-        if (len < 0) fail(e, n->a->at, "scratch size %lld is negative", (long long)len);
-        value v = view(SLOT_SCRATCH, len, 1, n->name);
-        v.a = e->scratch;
-        if (__builtin_add_overflow(e->scratch, len, &e->scratch) || e->scratch > (INT64_MAX / 2) / e->args->esize)
-            fail(e, n->at, "scratch space overflows");
-        define(e, n->name, v, 0, n->at);
-        return;
-    }
+    case N_SCRATCH: declare_space(e, n, SLOT_SCRATCH, &e->scratch, "scratch"); return;
     case N_SHARED: shared_decl(e, n); return;
     case N_IF: {
         int dep = ranked(e, n->a);

@@ -37,8 +37,6 @@ struct comm_state {
     int refs;             /* requests that use it: it outlives MPI_Comm_free until they end */
     struct nbc_req *persistent; /* its any-order requests, for stall reports */
     struct shm_comm *shm; /* shared memory with its ranks (shm.c), from the first call that may use it */
-    uint64_t served[SHM_CHANNELS]; /* its ordered calls that have ended, by seq % SHM_CHANNELS
-                                     (the turns on shm.c's channels) */
     comm_state *prev, *next;
 };
 int comm_init(void);
@@ -109,6 +107,7 @@ void req_release(struct nbc_req *r);   /* back to the pool, its program released
 void req_start(struct nbc_req *r);     /* first step, then into the active list */
 int req_progress_all(int *moved);      /* completed count, or < 0 for an MPI error */
 int req_active_count(void);
+struct nbc_req *req_first_active(void); /* the active list, through ->next */
 void req_finalize(void);               /* requests still held become orphans: see nbc.c */
 const char *req_error(struct nbc_req *r); /* its failure in words, "" when none */
 /* Fails the request (err, with a message of its own) without issuing more. */

@@ -189,7 +189,7 @@ const char *req_error(struct nbc_req *r)
 /* A request runs once its communicator's private duplicate exists, (NBC_CHECK) once the
  * ranks agreed that they run the same collective, and (shared memory) once they agreed on
  * which of its two programs they run. */
-static int step_once(struct nbc_req *r, int may_issue)
+static int step(struct nbc_req *r, int may_issue)
 {
     if (r->st.err != MPI_SUCCESS && r->st.comm == MPI_COMM_NULL) return INTERP_DONE; /* timed out in setup */
     if (r->st.comm == MPI_COMM_NULL) {
@@ -212,15 +212,6 @@ static int step_once(struct nbc_req *r, int may_issue)
         if (r->st.err != MPI_SUCCESS) failure_describe(r);
         shm_end(r);
     }
-    return s;
-}
-
-/* An ordered call that ends, however it ends, gives its turn on its shared-memory channel to
- * the next call there (shm.c). */
-static int step(struct nbc_req *r, int may_issue)
-{
-    int s = step_once(r, may_issue);
-    if (s == INTERP_DONE && !r->any_order && r->cs) r->cs->served[r->seq % SHM_CHANNELS]++;
     return s;
 }
 
@@ -247,6 +238,7 @@ void req_start(struct nbc_req *r)
 }
 
 int req_active_count(void) { return nbc_rt.reqs.nactive; }
+struct nbc_req *req_first_active(void) { return nbc_rt.reqs.active; }
 
 int req_progress_all(int *moved)
 {

@@ -7,10 +7,11 @@
  * ended there), one flag line per peer, and a stage (the shared scratch of SLOT_SHARED).
  *
  * Ordered call number seq of a communicator (the same call on every rank, whatever collective)
- * uses channel seq % CHANNELS. It runs there only after every earlier call of that channel has
- * ended here (comm_state's served counts, so a failed or mismatched call still takes its turn:
- * this rank never rewrites a line a peer may still need) and, when its program uses the stage,
- * after the last call that used that stage has ended on every rank (no peer still reads it).
+ * uses channel seq % CHANNELS. It runs there only when no earlier call of that channel that may
+ * use shared memory is still active here (so this rank never rewrites a line a peer may still
+ * need; a call that failed, or that NBC_CHECK found mismatched, is no longer active) and, when
+ * its program uses the stage, after the last call that used that stage has ended on every rank
+ * (no peer still reads it).
  * Attaching uses the communicator's top tag, which no call's messages use.
  *
  * The agreement, before a program that names the peers' send or receive buffers (PROG_AGREE):
@@ -391,6 +392,15 @@ static void fill_shared(struct nbc_req *r, struct shm_comm *sc, int c, const pub
     sh->nwaiting = 0;
 }
 
+/* Whether an earlier call of r's channel that may use shared memory is still active here. */
+static int channel_busy(const struct nbc_req *r)
+{
+    for (const struct nbc_req *a = req_first_active(); a; a = a->next)
+        if (a != r && a->cs == r->cs && a->shm_entry && !a->any_order && a->seq < r->seq && a->seq % CHANNELS == r->seq % CHANNELS)
+            return 1;
+    return 0;
+}
+
 /* Whether every rank has ended the last call that used channel c's stage (so none still reads
  * this rank's); then this call is its last user. Which calls use a stage is the same on every
  * rank, so stage_last is too. */
@@ -415,7 +425,7 @@ int shm_agree(struct nbc_req *r)
     struct shm_comm *sc = cs->shm;
     if (sc->state == SHM_OFF) return choose(r, 0, "a rank cannot share memory with all the others");
     int c = (int)(r->seq % CHANNELS);
-    if (cs->served[c] != r->seq / CHANNELS) return 0; /* the call before on this channel is still here */
+    if (r->shm_chan < 0 && channel_busy(r)) return 0;
     r->shm_chan = c;
     const nbc_program *prog = cache_entry_program(r->shm_entry);
     if (!r->shm && !(r->shm = malloc(sizeof *r->shm))) {
