@@ -47,6 +47,28 @@ static sched_lib *builtins(void)
 static const compile_args ring_call = {.p = 4, .rank = 1, .count = 8, .esize = 4, .commutative = 1};
 
 typedef void (*corruption)(nbc_program *p);
+typedef struct {
+    const char *name;
+    corruption corrupt;
+    const char *says; /* in the verifier's message */
+} corruption_case;
+
+/* Each corruption of a copy of a good program is refused, saying why (and not as a race). */
+static void refuses_each(const nbc_program *good, const compile_args *a, const corruption_case *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        nbc_program *p = malloc(good->bytes);
+        memcpy(p, good, good->bytes);
+        cases[i].corrupt(p);
+        char name[160];
+        snprintf(name, sizeof name, "the verifier refuses %s", cases[i].name);
+        prog_fault f;
+        memset(&f, 0, sizeof f);
+        int rc = prog_verify(p, COLL_ALLREDUCE, a, &f);
+        result(rc == 1 && strstr(f.msg, cases[i].says) && !f.race, name, "rc %d: %s", rc, f.msg);
+        free(p);
+    }
+}
 static nbc_insn *first(nbc_program *p, int op)
 {
     for (uint32_t i = 0; i < p->ninsns; i++)
@@ -84,11 +106,7 @@ static void verifier(const sched_lib *lib)
            "%s", rc ? (d.text ? d.text : "") : f.msg);
     if (rc != COMPILE_OK) return;
 
-    static const struct {
-        const char *name;
-        corruption corrupt;
-        const char *says;
-    } cases[] = {
+    static const corruption_case cases[] = {
         {"an offset whose end wraps past 2^64", offset_wraps, "writes bytes"},
         {"an offset past the buffer's end", offset_past_end, "writes bytes"},
         {"a length near 2^64", length_huge, "bytes"},
@@ -107,17 +125,7 @@ static void verifier(const sched_lib *lib)
         {"a name without its NUL", name_unterminated, "name"},
         {"a message of more elements than an int counts", count_past_int, "int"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        nbc_program *p = malloc(good->bytes);
-        memcpy(p, good, good->bytes);
-        cases[i].corrupt(p);
-        char name[160];
-        snprintf(name, sizeof name, "the verifier refuses %s", cases[i].name);
-        memset(&f, 0, sizeof f);
-        rc = prog_verify(p, COLL_ALLREDUCE, &a, &f);
-        result(rc == 1 && strstr(f.msg, cases[i].says) && !f.race, name, "rc %d: %s", rc, f.msg);
-        free(p);
-    }
+    refuses_each(good, &a, cases, sizeof cases / sizeof *cases);
     /* the same program is too big for a smaller call */
     compile_args fewer = a;
     fewer.count = 4;
@@ -156,11 +164,7 @@ static void verifier_shared(const sched_lib *lib)
            "%s", rc ? (d.text ? d.text : "") : f.msg);
     diag_free(&d);
     if (rc != COMPILE_OK) return;
-    static const struct {
-        const char *name;
-        corruption corrupt;
-        const char *says;
-    } cases[] = {
+    static const corruption_case cases[] = {
         {"a peer operand of an unknown slot", peer_slot_unknown, "slot 9"},
         {"a peer's scratch", peer_scratch, "only its send and receive buffers"},
         {"a message of a peer's buffer", peer_message, "a message moves this rank's own"},
@@ -174,17 +178,7 @@ static void verifier_shared(const sched_lib *lib)
         {"peer operands and flags without PROG_SHARED", not_marked_shared, "not marked PROG_SHARED"},
         {"a peer's send buffer without PROG_AGREE", not_marked_agree, "not marked PROG_AGREE"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        nbc_program *p = malloc(good->bytes);
-        memcpy(p, good, good->bytes);
-        cases[i].corrupt(p);
-        char name[160];
-        snprintf(name, sizeof name, "the verifier refuses %s", cases[i].name);
-        memset(&f, 0, sizeof f);
-        rc = prog_verify(p, COLL_ALLREDUCE, &a, &f);
-        result(rc == 1 && strstr(f.msg, cases[i].says) && !f.race, name, "rc %d: %s", rc, f.msg);
-        free(p);
-    }
+    refuses_each(good, &a, cases, sizeof cases / sizeof *cases);
     free(good);
 
     /* PROG_SHARED on a program with no peer operand and no flag */
@@ -223,11 +217,7 @@ static void verifier_shared_scratch(const sched_lib *lib)
            "the verifier passes a compiled allreduce_shm_small", "%s", rc ? (d.text ? d.text : "") : f.msg);
     diag_free(&d);
     if (rc != COMPILE_OK) return;
-    static const struct {
-        const char *name;
-        corruption corrupt;
-        const char *says;
-    } cases[] = {
+    static const corruption_case cases[] = {
         {"a peer's shared operand past the shared scratch", shared_peer_past_end, "[40, 80) of shared, which is 40 bytes long"},
         {"an own shared operand past the shared scratch", shared_own_past_end, "[8, 48) of shared, which is 40 bytes long"},
         {"a shared scratch shorter than its operands", shared_bytes_short, "of shared, which is 20 bytes long"},
@@ -235,17 +225,7 @@ static void verifier_shared_scratch(const sched_lib *lib)
         {"peers' shared scratch without PROG_SHARED", shared_not_marked, "not marked PROG_SHARED"},
         {"an unknown program flag", flags_unknown, "unknown program flags"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        nbc_program *p = malloc(good->bytes);
-        memcpy(p, good, good->bytes);
-        cases[i].corrupt(p);
-        char name[160];
-        snprintf(name, sizeof name, "the verifier refuses %s", cases[i].name);
-        memset(&f, 0, sizeof f);
-        rc = prog_verify(p, COLL_ALLREDUCE, &a, &f);
-        result(rc == 1 && strstr(f.msg, cases[i].says) && !f.race, name, "rc %d: %s", rc, f.msg);
-        free(p);
-    }
+    refuses_each(good, &a, cases, sizeof cases / sizeof *cases);
     free(good);
 
     /* a shared scratch that no other rank names */
