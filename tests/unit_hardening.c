@@ -151,6 +151,22 @@ static void flag_to_self(nbc_program *p) { first(p, OP_WAIT)->peer = 1; }
 static void flag_outside_p(nbc_program *p) { first(p, OP_SIGNAL)->peer = -1; }
 static void not_marked_shared(nbc_program *p) { p->flags = 0; }
 static void not_marked_agree(nbc_program *p) { p->flags = PROG_SHARED; }
+static void ring_marked_shared(nbc_program *p) { p->flags |= PROG_SHARED; }
+static void ring_shared_scratch(nbc_program *p) { p->shared_bytes = 16; } /* which no other rank names */
+
+/* The corruption of allreduce_ring's program at ring_call (no peer, no flag) is refused. */
+static void refuses_on_ring(const sched_lib *lib, const corruption_case *c)
+{
+    diag d;
+    diag_init(&d);
+    nbc_program *ring = NULL;
+    compile_args a = ring_call;
+    int rc = compile_program(lib, lib_find(lib, "allreduce_ring"), &a, &ring, &d);
+    result(rc == COMPILE_OK, "allreduce_ring compiles", "%s", d.text ? d.text : "");
+    if (rc == COMPILE_OK) refuses_each(ring, &a, c, 1);
+    free(ring);
+    diag_free(&d);
+}
 
 static void verifier_shared(const sched_lib *lib)
 {
@@ -180,24 +196,12 @@ static void verifier_shared(const sched_lib *lib)
     };
     refuses_each(good, &a, cases, sizeof cases / sizeof *cases);
     free(good);
-
-    /* PROG_SHARED on a program with no peer operand and no flag */
-    diag_init(&d);
-    a = ring_call;
-    rc = compile_program(lib, lib_find(lib, "allreduce_ring"), &a, &good, &d);
-    if (rc == COMPILE_OK) {
-        good->flags |= PROG_SHARED;
-        rc = prog_verify(good, COLL_ALLREDUCE, &a, &f);
-        result(rc == 1 && strstr(f.msg, "marked PROG_SHARED but"), "the verifier refuses PROG_SHARED on a program without peers",
-               "rc %d: %s", rc, f.msg);
-        free(good);
-    }
-    diag_free(&d);
+    static const corruption_case on_ring = {"PROG_SHARED on a program without peers", ring_marked_shared, "marked PROG_SHARED but"};
+    refuses_on_ring(lib, &on_ring);
 }
 
-/* allreduce_shm_small at p = 3, rank 1, count 10 (a shared scratch of 40 bytes): COPY to
- * shared, SIGNAL 0, SIGNAL 2, WAIT 0, WAIT 2, COMBINE (shared and shared@2), REDUCE (shared@0). */
-static const compile_args small_call = {.p = 3, .rank = 1, .count = 10, .esize = 4, .commutative = 1, .shared_memory = 1};
+/* allreduce_shm_small at shm_call (a shared scratch of 40 bytes): COPY to shared, SIGNAL 0,
+ * SIGNAL 2, WAIT 0, WAIT 2, COMBINE (shared and shared@2), REDUCE (shared@0). */
 static void shared_peer_past_end(nbc_program *p) { first(p, OP_REDUCE)->b_off = 40; }
 static void shared_own_past_end(nbc_program *p) { first(p, OP_COPY)->a_off = 8; }
 static void shared_bytes_short(nbc_program *p) { p->shared_bytes = 20; }
@@ -210,7 +214,7 @@ static void verifier_shared_scratch(const sched_lib *lib)
     diag d;
     diag_init(&d);
     nbc_program *good = NULL;
-    compile_args a = small_call;
+    compile_args a = shm_call;
     int rc = compile_program(lib, lib_find(lib, "allreduce_shm_small"), &a, &good, &d);
     prog_fault f;
     result(rc == COMPILE_OK && good->flags == PROG_SHARED && good->shared_bytes == 40 && prog_verify(good, COLL_ALLREDUCE, &a, &f) == 0,
@@ -227,19 +231,8 @@ static void verifier_shared_scratch(const sched_lib *lib)
     };
     refuses_each(good, &a, cases, sizeof cases / sizeof *cases);
     free(good);
-
-    /* a shared scratch that no other rank names */
-    diag_init(&d);
-    a = ring_call;
-    rc = compile_program(lib, lib_find(lib, "allreduce_ring"), &a, &good, &d);
-    if (rc == COMPILE_OK) {
-        good->shared_bytes = 16;
-        rc = prog_verify(good, COLL_ALLREDUCE, &a, &f);
-        result(rc == 1 && strstr(f.msg, "it would be a plain scratch"), "the verifier refuses a shared scratch without PROG_SHARED",
-               "rc %d: %s", rc, f.msg);
-        free(good);
-    }
-    diag_free(&d);
+    static const corruption_case on_ring = {"a shared scratch without PROG_SHARED", ring_shared_scratch, "it would be a plain scratch"};
+    refuses_on_ring(lib, &on_ring);
 }
 
 /* ---- the compiler at the limits ---- */
