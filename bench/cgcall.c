@@ -5,9 +5,11 @@
  * sent before, has then arrived too (MPICH's barrier would not do: within a node it goes
  * through shared memory, past the network layer), so nbc_wait finds it there and the count
  * does not depend on how long the peer took. With `shared`, in and out come from nbc_alloc_mem
- * (the shared-memory path; its final wait for the peer's flag may spin a few passes).
+ * (the shared-memory path; its final wait for the peer's flag may spin a few passes). With `mpi`,
+ * the MPI library's own blocking MPI_Allreduce instead, for comparison (it waits for the peer
+ * inside, so its count includes some polling).
  *     mpiexec -n 2 valgrind --tool=callgrind --collect-atstart=no --toggle-collect=cg_start
- *         --toggle-collect=cg_finish ./cgcall [calls] [persistent|shared] */
+ *         --toggle-collect=cg_finish ./cgcall [calls] [persistent|shared|mpi] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,21 +17,23 @@
 #include "nbc.h"
 
 static double in_, out_, *in = &in_, *out = &out_;
-static int persistent;
+static int persistent, mpi;
 
 __attribute__((noinline)) int cg_start(nbc_request *r)
 {
     if (persistent) return nbc_start(r);
+    if (mpi) return MPI_Allreduce(in, out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     return nbc_iallreduce(in, out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, r);
 }
 
-__attribute__((noinline)) int cg_finish(nbc_request *r) { return nbc_wait(r); }
+__attribute__((noinline)) int cg_finish(nbc_request *r) { return mpi ? MPI_SUCCESS : nbc_wait(r); }
 
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     int calls = argc > 1 ? atoi(argv[1]) : 1000, rank, p, bad = 0;
     persistent = argc > 2 && !strcmp(argv[2], "persistent");
+    mpi = argc > 2 && !strcmp(argv[2], "mpi");
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &p);
     if (argc > 2 && !strcmp(argv[2], "shared")) {

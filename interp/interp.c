@@ -37,36 +37,39 @@ static int waits_done(interp_shared *sh)
     return sh->nwaiting == 0;
 }
 
-/* Issues the instructions of the current round. */
+/* Issues the instructions of the current round. Each computes only the operands it has (a
+ * SIGNAL or a WAIT has none) and counts elements only where MPI or a kernel wants them. */
 static int issue_round(interp_state *st)
 {
     const nbc_program *p = st->prog;
     const nbc_insn *in = prog_insns(p) + prog_rounds(p)[st->round];
     const nbc_insn *end = prog_insns(p) + prog_rounds(p)[st->round + 1];
-    int esize = (int)p->esize;
     st->nreqs = 0;
     for (; in < end; in++) {
-        char *a = operand(st, in->a_slot, in->a_off, in->peer);
-        int n = (int)(in->len / (uint64_t)esize);
         int rc = MPI_SUCCESS;
         switch (in->op) {
         case OP_SEND:
-            rc = MPI_Isend(a, n, st->datatype, in->peer, st->tag, st->comm, &st->reqs[st->nreqs++]);
+            rc = MPI_Isend(operand(st, in->a_slot, in->a_off, in->peer), (int)(in->len / p->esize), st->datatype, in->peer,
+                           st->tag, st->comm, &st->reqs[st->nreqs++]);
             break;
         case OP_RECV:
-            rc = MPI_Irecv(a, n, st->datatype, in->peer, st->tag, st->comm, &st->reqs[st->nreqs++]);
+            rc = MPI_Irecv(operand(st, in->a_slot, in->a_off, in->peer), (int)(in->len / p->esize), st->datatype, in->peer,
+                           st->tag, st->comm, &st->reqs[st->nreqs++]);
             break;
         case OP_COPY:
-            memcpy(a, operand(st, in->b_slot, in->b_off, in->peer), in->len);
+            memcpy(operand(st, in->a_slot, in->a_off, in->peer), operand(st, in->b_slot, in->b_off, in->peer), in->len);
             break;
-        case OP_REDUCE:
-            if (st->kernel)
-                st->kernel->reduce(a, operand(st, in->b_slot, in->b_off, in->peer), (size_t)n);
-            else
-                rc = MPI_Reduce_local(operand(st, in->b_slot, in->b_off, in->peer), a, n, st->datatype, st->op);
+        case OP_REDUCE: {
+            char *a = operand(st, in->a_slot, in->a_off, in->peer), *b = operand(st, in->b_slot, in->b_off, in->peer);
+            int n = (int)(in->len / p->esize);
+            if (st->kernel) st->kernel->reduce(a, b, (size_t)n);
+            else rc = MPI_Reduce_local(b, a, n, st->datatype, st->op);
             break;
+        }
         case OP_COMBINE: {
-            char *b = operand(st, in->b_slot, in->b_off, in->peer), *c = operand(st, in->c_slot, in->c_off, in->peer);
+            char *a = operand(st, in->a_slot, in->a_off, in->peer), *b = operand(st, in->b_slot, in->b_off, in->peer),
+                 *c = operand(st, in->c_slot, in->c_off, in->peer);
+            int n = (int)(in->len / p->esize);
             if (st->kernel) {
                 st->kernel->combine(a, b, c, (size_t)n);
             } else {

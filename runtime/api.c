@@ -149,16 +149,19 @@ int nbc_test(nbc_request *request, int *flag)
 int nbc_wait(nbc_request *request) { return request ? nbc_waitall(1, request) : nbc_fail(MPI_ERR_ARG, "nbc_wait: request is NULL"); }
 
 /* Spins on progress, yielding the CPU once passes have made no progress for spin_ns: with more
- * ranks than cores, busy-waiting would starve the very peers we wait for. The lock is let go
- * between passes, so other threads (and the progress thread) get their turn. */
+ * ranks than cores, busy-waiting would starve the very peers we wait for. Under
+ * MPI_THREAD_MULTIPLE the lock is let go between passes, so other threads (and the progress
+ * thread) get their turn; below it no other thread may come in, and it stays taken. */
 int nbc_waitall(int count, nbc_request requests[])
 {
     if (count < 0 || (count > 0 && !requests)) return nbc_fail(MPI_ERR_ARG, "nbc_waitall: bad arguments");
     int first_error = MPI_SUCCESS;
     long idle_since = -1;
+    unsigned idle_passes = 0;
+    int rc = thread_enter();
+    if (rc != MPI_SUCCESS) return rc;
+    int others = thread_is_multiple();
     for (;;) {
-        int rc = thread_enter();
-        if (rc != MPI_SUCCESS) return rc;
         int pending = 0;
         for (int i = 0; i < count; i++) {
             if (requests[i] == NBC_REQUEST_NULL) continue;
@@ -174,16 +177,18 @@ int nbc_waitall(int count, nbc_request requests[])
         int moved;
         req_progress_all(&moved);
         if (!moved) stall_poll();
-        thread_leave();
+        if (others) thread_leave();
         if (moved) {
+            idle_passes = 0;
             idle_since = -1;
         } else if (nbc_rt.env.spin_ns == 0) {
             sched_yield();
-        } else {
+        } else if (idle_passes++ % 16 == 0) { /* the clock costs more than a pass: read it now and then */
             long t = now_ns();
             if (idle_since < 0) idle_since = t;
             else if (t - idle_since > nbc_rt.env.spin_ns) sched_yield();
         }
+        if (others && (rc = thread_enter()) != MPI_SUCCESS) return rc;
     }
 }
 

@@ -175,14 +175,22 @@ cache_entry *cache_acquire(cache *c, const cache_key *key)
         c->misses++;
         return NULL;
     }
+    cache_reacquire(c, e);
+    return e;
+}
+
+void cache_reacquire(cache *c, cache_entry *e)
+{
+    assert(e->cached);
     c->hits++;
     e->refs++;
     if (c->lru.head != e) {
         list_unlink(&c->lru, e);
         list_push_front(&c->lru, e);
     }
-    return e;
 }
+
+int cache_entry_cached(const cache_entry *e) { return e->cached; }
 
 cache_entry *cache_insert(cache *c, const cache_key *key, nbc_program *prog)
 {

@@ -36,6 +36,9 @@ cache_entry *cache_acquire(cache *c, const cache_key *key);
  * but not kept once released. */
 cache_entry *cache_insert(cache *c, const cache_key *key, nbc_program *prog);
 void cache_release(cache *c, cache_entry *e);
+/* Acquires again an entry known to be still cached (a hit, as cache_acquire's). */
+void cache_reacquire(cache *c, cache_entry *e);
+int cache_entry_cached(const cache_entry *e); /* in the table (not detached) */
 const nbc_program *cache_entry_program(const cache_entry *e);
 
 typedef struct {

@@ -135,6 +135,47 @@ static int shared_programs(nbc_collective coll, compile_args *args, cache_entry 
     return rc;
 }
 
+/* ---- the last call's programs ---- */
+
+/* A call like its communicator's last one (the same signature and buffers' shape, so the same
+ * compile_args) takes that call's programs again, without building a key or searching the
+ * cache, as long as the epoch says nothing changed; the memo holds no reference of its own, so
+ * it only remembers programs that stay in the cache until the epoch moves. */
+static int shape_of(const call *c, int commutative) { return (c->sendbuf == MPI_IN_PLACE) | commutative << 1 | c->nbufs << 2; }
+
+static int same_signature(const call_signature *x, const call_signature *y)
+{
+    return x->coll == y->coll && x->root == y->root && x->count == y->count && x->esize == y->esize && x->op == y->op;
+}
+
+static int memo_take(comm_state *cs, const call_signature *sig, int shape, cache_entry **entry, cache_entry **shm)
+{
+    if (!cs->last.entry || cs->last.epoch != programs_epoch() || cs->last.flags != shape ||
+        !same_signature(&cs->last.sig, sig))
+        return 0;
+    cache_reacquire(nbc_rt.sel.programs, *entry = cs->last.entry);
+    if ((*shm = cs->last.shm_entry)) cache_reacquire(nbc_rt.sel.programs, *shm);
+    return 1;
+}
+
+static void memo_keep(comm_state *cs, const call_signature *sig, int shape, cache_entry *entry, cache_entry *shm)
+{
+    int kept = cache_entry_cached(entry) && (!shm || cache_entry_cached(shm));
+    cs->last.sig = *sig;
+    cs->last.flags = shape;
+    cs->last.epoch = programs_epoch();
+    cs->last.entry = kept ? entry : NULL;
+    cs->last.shm_entry = kept ? shm : NULL;
+}
+
+/* What the compiler is told of the call. */
+static compile_args args_of(const call *c, const call_signature *sig, int size, int rank, int commutative)
+{
+    return (compile_args){.p = size, .rank = rank, .count = sig->count, .esize = sig->esize,
+                          .inplace = c->sendbuf == MPI_IN_PLACE, .commutative = commutative, .root = c->root,
+                          .nbufs = c->nbufs};
+}
+
 /* A request for the call, not started: everything but its tag. chunk_bytes > 0 cuts a
  * large commutative allreduce into rounds of that many bytes (the segmented ring), so that
  * a request of higher priority waits at most one such round. */
@@ -158,24 +199,28 @@ int call_prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out)
     if ((rc = check_call(c, size, rank, &esize, &kernel, &commutative))) return rc;
 
     if (!cs && (rc = comm_state_of(c->comm, &cs))) return rc;
-    int inplace = c->sendbuf == MPI_IN_PLACE;
-    compile_args args = {.p = size, .rank = rank, .count = c->coll == COLL_BARRIER ? 0 : c->count,
-                         .esize = esize, .inplace = inplace, .commutative = commutative, .root = c->root,
-                         .nbufs = c->nbufs};
-    char spec[64], *chunked = NULL;
+    int inplace = c->sendbuf == MPI_IN_PLACE, shape = shape_of(c, commutative);
+    call_signature sig = {.coll = c->coll, .count = c->coll == COLL_BARRIER ? 0 : c->count, .esize = esize,
+                          .root = c->root, .op = c->op};
+    cache_entry *entry, *shm_entry = NULL;
     if (chunk_bytes > 0 && c->coll == COLL_ALLREDUCE && commutative && c->count >= size && size > 1 &&
         (int64_t)c->count * esize > chunk_bytes) {
+        char spec[64];
         snprintf(spec, sizeof spec, "allreduce_segmented_ring:segsize=%lld", (long long)chunk_bytes);
-        chunked = spec;
-    }
-    cache_entry *entry, *shm_entry = NULL;
-    if (!chunked && shm_eligible(cs, c->coll)) {
-        if ((rc = shared_programs(c->coll, &args, &entry, &shm_entry))) return rc;
-    } else if ((rc = programs_for_call(c->coll, &args, chunked, &entry))) {
-        return rc;
+        compile_args args = args_of(c, &sig, size, rank, commutative);
+        if ((rc = programs_for_call(c->coll, &args, spec, &entry))) return rc;
+    } else if (!memo_take(cs, &sig, shape, &entry, &shm_entry)) {
+        compile_args args = args_of(c, &sig, size, rank, commutative);
+        if (shm_eligible(cs, c->coll)) rc = shared_programs(c->coll, &args, &entry, &shm_entry);
+        else rc = programs_for_call(c->coll, &args, NULL, &entry);
+        if (rc) return rc;
+        memo_keep(cs, &sig, shape, entry, shm_entry);
     }
     const nbc_program *prog = cache_entry_program(entry), *shm_prog = shm_entry ? cache_entry_program(shm_entry) : NULL;
-    if (nbc_rt.env.trace > 1) trace_call(c->fn, &args, shm_prog ? shm_prog : prog);
+    if (nbc_rt.env.trace > 1) {
+        compile_args args = args_of(c, &sig, size, rank, commutative);
+        trace_call(c->fn, &args, shm_prog ? shm_prog : prog);
+    }
 
     struct nbc_req *r = shm_prog ? req_get(prog->scratch > shm_prog->scratch ? prog->scratch : shm_prog->scratch,
                                            (int)(prog->max_round_comms > shm_prog->max_round_comms ? prog->max_round_comms : shm_prog->max_round_comms))
@@ -197,7 +242,7 @@ int call_prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out)
     r->st.base[SLOT_RECV] = c->recvbuf;
     r->st.base[SLOT_SCRATCH] = r->scratch;
     for (int i = 1; i < c->nbufs; i++) r->st.base[SLOT_EXTRA + i - 1] = c->bufs[i];
-    r->sig = (call_signature){.coll = c->coll, .count = args.count, .esize = esize, .root = c->root, .op = c->op};
+    r->sig = sig;
     *out = r;
     return MPI_SUCCESS;
 }

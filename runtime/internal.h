@@ -24,6 +24,13 @@ void nbc_clear_error(void);
 const char *error_text(void); /* this thread's last message */
 
 /* ---- communicators (comm.c) ---- */
+/* What every rank must agree on for a collective (NBC_CHECK compares it across ranks). */
+typedef struct {
+    int coll, root;
+    int64_t count, esize;
+    MPI_Op op;
+} call_signature;
+
 typedef struct comm_state comm_state;
 struct comm_state {
     MPI_Comm user;        /* the application's communicator; MPI_COMM_NULL once it freed it */
@@ -37,6 +44,12 @@ struct comm_state {
     int refs;             /* requests that use it: it outlives MPI_Comm_free until they end */
     struct nbc_req *persistent; /* its any-order requests, for stall reports */
     struct shm_comm *shm; /* shared memory with its ranks (shm.c), from the first call that may use it */
+    struct {              /* its last call's programs, taken again by a call like it (calls.c) */
+        call_signature sig;
+        int flags;        /* in place, commutative, nbufs */
+        uint64_t epoch;   /* programs_epoch() when they were looked up */
+        cache_entry *entry, *shm_entry; /* not held: valid while the epoch is */
+    } last;
     comm_state *prev, *next;
 };
 int comm_init(void);
@@ -55,13 +68,6 @@ void comm_remove_any(comm_state *cs, struct nbc_req *r);
 void comm_drop(comm_state *cs); /* frees it when the application freed its communicator */
 
 /* ---- requests (request.c) ---- */
-/* What every rank must agree on for a collective (NBC_CHECK compares it across ranks). */
-typedef struct {
-    int coll, root;
-    int64_t count, esize;
-    MPI_Op op;
-} call_signature;
-
 enum { REQ_INACTIVE, REQ_ACTIVE, REQ_DONE }; /* DONE: completed, not yet reported */
 
 struct nbc_req {
@@ -96,7 +102,6 @@ struct nbc_req {
     uint64_t seq;            /* ordered: its number among its communicator's calls (the same everywhere) */
     int shm_chan;            /* the channel it holds, or -1 */
     int shm_published, shm_chosen;
-    interp_shared *shm;      /* what the shared program needs (kept with the pooled request) */
     char error[256];        /* why it failed, when it did (nbc_request_error) */
     struct nbc_req *prev, *next;       /* in the active list (by priority), or the pool */
     struct nbc_req *live_prev, *live_next; /* every request the application holds */
@@ -159,6 +164,9 @@ int programs_force(nbc_collective coll, const char *name);
 int programs_for_call(nbc_collective coll, const compile_args *args, const char *spec, cache_entry **out);
 /* The shared-memory program of an allreduce (args->shared_memory set): allreduce_shm. */
 int programs_for_shared(const compile_args *args, cache_entry **out);
+/* Changes whenever a program found before may no longer be the one to use, or may be gone
+ * from the cache: a schedule forced, loaded or selected otherwise, a program cached. */
+uint64_t programs_epoch(void);
 /* The bodies of nbc_load_schedules, nbc_set_schedule, nbc_set_selection, nbc_load_tuning and
  * nbc_get_cache_stats. */
 int programs_load_schedules(const char *path);

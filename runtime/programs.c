@@ -101,6 +101,7 @@ int programs_load_schedules(const char *path)
             nbc_rt.sel.forced[c].identity = lib_identity(nbc_rt.sel.lib, nbc_rt.sel.forced[c].ch.s);
         }
     nbc_rt.sel.generation++;
+    nbc_rt.sel.epoch++;
     cache_clear(nbc_rt.sel.programs);
     return MPI_SUCCESS;
 }
@@ -111,6 +112,7 @@ int programs_force(nbc_collective coll, const char *spec)
     forcing f;
     int rc = parse_forcing(coll, spec, &f);
     if (rc == MPI_SUCCESS) nbc_rt.sel.forced[coll] = f;
+    nbc_rt.sel.epoch++;
     return rc;
 }
 
@@ -220,6 +222,7 @@ static int program_with(nbc_collective coll, const compile_args *call, const for
     diag_free(&d);
     if ((rc = verified(prog, coll, a)) != MPI_SUCCESS) return rc;
     if (nbc_rt.env.trace > 0) trace_program(s, coll, a, prog);
+    nbc_rt.sel.epoch++; /* the insertion may evict another program */
     *out = cache_insert(nbc_rt.sel.programs, &key, prog);
     return *out ? MPI_SUCCESS : nbc_fail(MPI_ERR_NO_MEM, "out of memory");
 }
@@ -240,6 +243,7 @@ static int select_mode_set(const char *text)
         return nbc_fail(MPI_ERR_ARG, "unknown selection '%s' (rules, model or model:alpha=..,beta=..,gamma=..)", text);
     }
     nbc_rt.sel.generation++;
+    nbc_rt.sel.epoch++;
     cache_clear(nbc_rt.sel.programs);
     return MPI_SUCCESS;
 }
@@ -282,9 +286,12 @@ static int load_tuning(const char *path, const char *what)
     if (rc != 0) return report(MPI_ERR_ARG, &d, what);
     diag_free(&d);
     nbc_rt.sel.generation++;
+    nbc_rt.sel.epoch++;
     cache_clear(nbc_rt.sel.programs);
     return MPI_SUCCESS;
 }
+
+uint64_t programs_epoch(void) { return nbc_rt.sel.epoch; }
 
 int programs_cache_stats(nbc_cache_stats *stats)
 {

@@ -85,7 +85,6 @@ static void live_remove(struct nbc_req *r)
 static void destroy(struct nbc_req *r)
 {
     free(r->scratch);
-    free(r->shm);
     free(r->reqs);
     free(r->statuses);
     free(r);

@@ -4,7 +4,9 @@
  * that attaches (through /proc/PID/fd/FD: the memory has no name, so nothing is left behind
  * when a process ends). Its heap serves nbc_alloc_mem, and each attached communicator's block:
  * for each of CHANNELS channels one line (a call's buffers or "declined", and which call last
- * ended there), one flag line per peer, and a stage (the shared scratch of SLOT_SHARED).
+ * ended there), and a stage: one flag word per peer, then the shared scratch of SLOT_SHARED.
+ * The flags share their cache line with the scratch's first bytes, so that a peer waiting for
+ * a small call's flag gets that call's data with it, in one transfer between the cores.
  *
  * Ordered call number seq of a communicator (the same call on every rank, whatever collective)
  * uses channel seq % CHANNELS. It runs there only when no earlier call of that channel that may
@@ -49,11 +51,6 @@ typedef struct {          /* one cache line per channel, written by its rank onl
     uint64_t pad[2];
 } pub_line;
 
-typedef struct {
-    uint64_t value;
-    uint64_t pad[7];
-} flag_line;
-
 typedef struct {          /* what ranks tell each other when a communicator attaches */
     uint64_t nonce, bytes, block_off;
     int32_t pid, fd, ok, pad;
@@ -84,20 +81,22 @@ struct shm_comm {
     MPI_Request *reqs;
     int nreqs, tag;
     uint64_t stage_last[CHANNELS]; /* seq + 1 of the last call that used each channel's stage */
+    interp_shared *chan;  /* [CHANNELS]: what the interpreter needs of the call on each channel
+                             (one at a time on this rank): flags and stages set up once */
     char **seg, **block;  /* [p]: every rank's segment and block, as mapped here */
     uint64_t *bytes;      /* [p]: their segments' sizes */
 };
 
-/* A communicator's block: pub[CHANNELS], flag[CHANNELS][p] (the flag raised for rank `to`),
- * then stage[CHANNELS] (page-aligned). */
-static size_t flags_end(int p) { return CHANNELS * sizeof(pub_line) + (size_t)CHANNELS * (size_t)p * sizeof(flag_line); }
-static size_t stage_at(int p, int c) { return (flags_end(p) + 4095) / 4096 * 4096 + (size_t)c * STAGE_BYTES; }
-static size_t block_bytes(int p) { return stage_at(p, CHANNELS); }
+/* A communicator's block: pub[CHANNELS], then (page-aligned) each channel's stage: the flags
+ * raised for each rank `to` (p words, 16-byte aligned), then STAGE_BYTES of shared scratch. */
+_Static_assert(CHANNELS * sizeof(pub_line) <= 4096, "the channels' lines fit before the first stage");
+static size_t flag_words(int p) { return ((size_t)p * sizeof(uint64_t) + 15) / 16 * 16; }
+static size_t channel_bytes(int p) { return (flag_words(p) + STAGE_BYTES + 4095) / 4096 * 4096; }
+static size_t channel_at(int p, int c) { return 4096 + (size_t)c * channel_bytes(p); }
+static size_t stage_at(int p, int c) { return channel_at(p, c) + flag_words(p); }
+static size_t block_bytes(int p) { return channel_at(p, CHANNELS); }
 static pub_line *pub_of(char *block, int c) { return (pub_line *)(void *)block + c; }
-static uint64_t *flag_of(char *block, int p, int c, int to)
-{
-    return &((flag_line *)(void *)(block + CHANNELS * sizeof(pub_line)) + (size_t)c * (size_t)p + to)->value;
-}
+static uint64_t *flag_of(char *block, int p, int c, int to) { return (uint64_t *)(void *)(block + channel_at(p, c)) + to; }
 
 /* ---- the segment and its heap ---- */
 
@@ -279,9 +278,13 @@ static int attach_start(comm_state *cs, struct nbc_req *r)
     sc->seg = calloc((size_t)p, sizeof *sc->seg);
     sc->block = calloc((size_t)p, sizeof *sc->block);
     sc->bytes = calloc((size_t)p, sizeof *sc->bytes);
-    if (!sc->hellos || !sc->mapped_all || !sc->reqs || !sc->seg || !sc->block || !sc->bytes) return MPI_ERR_NO_MEM;
+    sc->chan = calloc(CHANNELS, sizeof *sc->chan);
+    if (!sc->hellos || !sc->mapped_all || !sc->reqs || !sc->seg || !sc->block || !sc->bytes || !sc->chan) return MPI_ERR_NO_MEM;
     uint64_t off = segment() ? heap_alloc(block_bytes(p)) : 0;
-    if (off) memset(nbc_rt.shm.base + off, 0, flags_end(p)); /* the stage needs no zeros */
+    if (off) { /* the lines and flags start at zero (the scratch needs none) */
+        memset(nbc_rt.shm.base + off, 0, CHANNELS * sizeof(pub_line));
+        for (int c = 0; c < CHANNELS; c++) memset(nbc_rt.shm.base + off + channel_at(p, c), 0, flag_words(p));
+    }
     sc->mine = (hello){nbc_rt.shm.nonce, nbc_rt.shm.bytes, off, getpid(), nbc_rt.shm.fd, off != 0, 0};
     sc->state = HELLO;
     /* whichever call gets here first (on another rank another call may), the messages carry
@@ -309,6 +312,18 @@ static int map_all(comm_state *cs, struct shm_comm *sc)
     return all;
 }
 
+/* What stays the same for every call on a channel: the flags and the stages. */
+static void set_up_channels(struct shm_comm *sc, int p, int me)
+{
+    for (int c = 0; c < CHANNELS; c++)
+        for (int q = 0; q < p; q++) {
+            interp_shared *sh = &sc->chan[c];
+            sh->peer_base[q][SLOT_SHARED] = sc->block[q] + stage_at(p, c);
+            sh->raise[q] = flag_of(sc->block[me], p, c, q);
+            sh->seen[q] = flag_of(sc->block[q], p, c, me);
+        }
+}
+
 /* 1 when the communicator is attached (or sharing is off for it), 0 while not yet, < 0 on error. */
 static int attach(comm_state *cs, struct nbc_req *r)
 {
@@ -333,6 +348,7 @@ static int attach(comm_state *cs, struct nbc_req *r)
     for (int q = 0; q < cs->size; q++)
         if (!sc->mapped_all[q]) sc->state = SHM_OFF;
     sc->taking_part = sc->state == ATTACHED;
+    if (sc->state == ATTACHED) set_up_channels(sc, cs->size, cs->rank);
     return 1;
 }
 
@@ -352,6 +368,7 @@ void shm_comm_free(comm_state *cs)
     free(sc->seg);
     free(sc->block);
     free(sc->bytes);
+    free(sc->chan);
     free(sc);
     cs->shm = NULL;
 }
@@ -368,26 +385,28 @@ static int choose(struct nbc_req *r, int shared, const char *why)
         fprintf(stderr, "nbc: trace: rank %d of %d: allreduce call %llu runs %s%s\n", r->cs->rank, r->cs->size,
                 (unsigned long long)r->seq, shared ? "through shared memory" : "with messages: ", why);
     r->st.prog = cache_entry_program(shared ? r->shm_entry : r->entry);
-    r->st.shared = shared ? r->shm : NULL;
-    if (shared) r->st.base[SLOT_SHARED] = r->shm->peer_base[r->cs->rank][SLOT_SHARED];
+    r->st.shared = shared ? &r->cs->shm->chan[r->shm_chan] : NULL;
+    if (shared) r->st.base[SLOT_SHARED] = r->st.shared->peer_base[r->cs->rank][SLOT_SHARED];
     return 1;
 }
 
-/* Everything the interpreter needs to run the shared program on channel c; lines: the peers'
- * publications (PROG_AGREE), else NULL. */
+/* The rest of what the interpreter needs to run the shared program on channel c: the buffers
+ * of this call (lines: the peers' publications under PROG_AGREE, else NULL: its own only). */
 static void fill_shared(struct nbc_req *r, struct shm_comm *sc, int c, const pub_line *const *lines)
 {
     int p = r->cs->size, me = r->cs->rank;
-    interp_shared *sh = r->shm;
+    interp_shared *sh = &sc->chan[c];
     for (int q = 0; q < p; q++) {
-        int own = q == me || !lines;
-        sh->peer_base[q][SLOT_SEND] = own ? (q == me ? r->st.base[SLOT_SEND] : NULL) : sc->seg[q] + lines[q]->send_off;
-        sh->peer_base[q][SLOT_RECV] = own ? (q == me ? r->st.base[SLOT_RECV] : NULL) : sc->seg[q] + lines[q]->recv_off;
-        sh->peer_base[q][SLOT_SHARED] = sc->block[q] + stage_at(p, c);
-        sh->raise[q] = flag_of(sc->block[me], p, c, q);
-        sh->seen[q] = flag_of(sc->block[q], p, c, me);
+        if (lines && q != me) {
+            sh->peer_base[q][SLOT_SEND] = sc->seg[q] + lines[q]->send_off;
+            sh->peer_base[q][SLOT_RECV] = sc->seg[q] + lines[q]->recv_off;
+        } else {
+            sh->peer_base[q][SLOT_SEND] = sh->peer_base[q][SLOT_RECV] = NULL;
+        }
         sh->raised[q] = sh->awaited[q] = 0;
     }
+    sh->peer_base[me][SLOT_SEND] = r->st.base[SLOT_SEND];
+    sh->peer_base[me][SLOT_RECV] = r->st.base[SLOT_RECV];
     sh->stamp = (r->seq + 1) << 20; /* above every flag of the calls before on this channel */
     sh->nwaiting = 0;
 }
@@ -409,6 +428,9 @@ static int take_stage(struct shm_comm *sc, const struct nbc_req *r, int c)
     for (int q = 0; q < r->cs->size; q++)
         if (__atomic_load_n(&pub_of(sc->block[q], c)->done, __ATOMIC_ACQUIRE) < sc->stage_last[c]) return 0;
     sc->stage_last[c] = r->seq + 1;
+    /* The next call's check reads the next channel's lines, which their ranks wrote long ago:
+     * fetched now, they wait in this core's cache instead of stalling that call. */
+    for (int q = 0; q < r->cs->size; q++) __builtin_prefetch(pub_of(sc->block[q], (c + 1) % CHANNELS));
     return 1;
 }
 
@@ -416,7 +438,7 @@ int shm_agree(struct nbc_req *r)
 {
     if (r->shm_chosen) return 1;
     comm_state *cs = r->cs;
-    int rc = attach(cs, r);
+    int rc = cs->shm && cs->shm->state == ATTACHED ? 1 : attach(cs, r);
     if (rc < 0) {
         req_fail(r, -rc, "attaching the communicator's shared memory failed");
         return rc;
@@ -428,10 +450,6 @@ int shm_agree(struct nbc_req *r)
     if (r->shm_chan < 0 && channel_busy(r)) return 0;
     r->shm_chan = c;
     const nbc_program *prog = cache_entry_program(r->shm_entry);
-    if (!r->shm && !(r->shm = malloc(sizeof *r->shm))) {
-        req_fail(r, MPI_ERR_NO_MEM, "out of memory");
-        return -MPI_ERR_NO_MEM;
-    }
     if (!(prog->flags & PROG_AGREE)) { /* the stage only: no buffers to agree on */
         if (prog->shared_bytes > STAGE_BYTES) return choose(r, 0, "the program's shared scratch is larger than the stage");
         if (prog->shared_bytes && !take_stage(sc, r, c)) return 0;
@@ -481,5 +499,6 @@ void shm_end(struct nbc_req *r)
          * declines from now on, which its peers see on its line */
         if (r->st.shared && r->st.err != MPI_SUCCESS) sc->taking_part = 0;
     }
+    r->st.shared = NULL; /* the channel's, which the next call on it takes */
     r->shm_chan = -1;
 }

@@ -51,6 +51,7 @@ typedef struct {
         pthread_mutex_t lock;
         pthread_cond_t work;         /* the progress thread waits here while nothing is active */
         int level;                   /* MPI's thread level; MULTIPLE until nbc_init asks MPI */
+        int entered;                 /* below MULTIPLE: a call is inside (instead of the lock) */
         pthread_t owner;             /* the thread that initialized the library */
         pthread_t progress;
         int progress_running;        /* the thread exists (only changed by the caller's thread) */
@@ -79,6 +80,7 @@ typedef struct {
         cache *programs;
         forcing forced[COLL_COUNT_];
         uint64_t generation;         /* bumped whenever the library or the selection changes */
+        uint64_t epoch;              /* programs_epoch(): bumped by those, forcing, and caching */
         uint64_t auto_key[COLL_COUNT_]; /* the cache key's schedule under automatic selection */
         uint64_t auto_generation;
         forcing shared, shared_small; /* allreduce_shm and allreduce_shm_small, for programs_for_shared */

@@ -1,17 +1,17 @@
 /* Threads. All of the library's state (state.h) sits behind one lock, taken by every public call.
  *
  * Under MPI_THREAD_MULTIPLE any thread may call at any time: calls wait for the lock. Under a
- * lower level the application promised MPI not to call concurrently; a call that finds the
- * lock taken (two threads inside at once) or, under MPI_THREAD_SINGLE or FUNNELED, comes from
- * another thread than the one that initialized the library is refused with an error instead
- * of corrupting state.
+ * lower level the application promised MPI not to call concurrently, so a flag does instead of
+ * the lock (one atomic exchange on entry, a plain store on leaving): a call that finds it set
+ * (two threads inside at once) or, under MPI_THREAD_SINGLE or FUNNELED, comes from another
+ * thread than the one that initialized the library is refused with an error instead of
+ * corrupting state.
  *
  * The progress thread (nbc_progress_thread, NBC_PROGRESS_THREAD=1) drives every active
  * request so the application need not poll. It sleeps on a condition variable while nothing
  * is active, and yields between passes that moved nothing. */
 #include "nbc.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <time.h>
@@ -67,14 +67,23 @@ int thread_enter(void)
         return nbc_fail(MPI_ERR_OTHER, "nbc was called from a second thread, but MPI provides only %s: "
                         "initialize MPI with MPI_THREAD_MULTIPLE (MPI_Init_thread) to call it from several threads",
                         nbc_rt.threads.level == MPI_THREAD_SINGLE ? "MPI_THREAD_SINGLE" : "MPI_THREAD_FUNNELED");
-    if (pthread_mutex_trylock(&nbc_rt.threads.lock) == EBUSY)
+    if (__atomic_exchange_n(&nbc_rt.threads.entered, 1, __ATOMIC_ACQUIRE))
         return nbc_fail(MPI_ERR_OTHER, "nbc was called from two threads at once under MPI_THREAD_SERIALIZED: "
                         "initialize MPI with MPI_THREAD_MULTIPLE to do that");
     held = 1;
     return MPI_SUCCESS;
 }
 
-void thread_leave(void) { unlock(); }
+/* As the call entered: the level may have changed inside it (nbc_init learns it). */
+void thread_leave(void)
+{
+    if (!nbc_rt.threads.entered) {
+        unlock();
+        return;
+    }
+    held = 0;
+    __atomic_store_n(&nbc_rt.threads.entered, 0, __ATOMIC_RELEASE);
+}
 
 void thread_wake(void)
 {
