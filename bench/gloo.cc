@@ -11,7 +11,13 @@
  * where a device thread receives and wakes the caller; the variants are then named gloo_*_sync,
  * without gloo::allreduce (its unbound buffers refuse synchronous pairs).
  * --no-gloo times only nbc and
- * MPI (nbc over shared memory, say). The MPI launcher gives ranks; Gloo meets through a
+ * MPI (nbc over shared memory, say).
+ *
+ * At p = 2 one more row, tcp_exchange: the two ranks send each other their n bytes at once
+ * over one loopback TCP connection of their own (plain sockets, TCP_NODELAY, the kernel's
+ * default buffers), nothing else. Each rank must receive n bytes for any allreduce (its result
+ * depends on every element of the other's input), so this is what the transport allows before
+ * any reduction: the TCP bound the other rows are compared with (docs/performance.md). The MPI launcher gives ranks; Gloo meets through a
  * file store in a fresh directory under --store (default: the C library's temporary directory).
  *
  * The timing method is bench.c's: each variant is checked once against the exact sum, warmed
@@ -23,7 +29,12 @@
  * as bench.c; nbc_auto_inplace like Gloo). In-place buffers are not reset between calls (the
  * sum doubles each call, reaching inf, which costs the same to add). */
 #include <mpi.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -47,7 +58,7 @@
 
 namespace {
 
-enum Kind { GLOO_CLASSIC, GLOO_API, NBC, NBC_INPLACE, MPI_BLOCKING };
+enum Kind { GLOO_CLASSIC, GLOO_API, NBC, NBC_INPLACE, MPI_BLOCKING, TCP_EXCHANGE };
 
 struct Variant {
     Kind kind;
@@ -68,6 +79,56 @@ double *sendbuf, *recvbuf, *work; /* work: the in-place variants' buffer */
 
 /* bench.c's data: small integers, so any order of addition gives the exact sum. */
 double value(int r, size_t i) { return (double)((r + 1) * (int)(i % 97)); }
+
+int tcp_fd = -1; /* tcp_exchange's connection to the other rank (p = 2) */
+
+/* Rank 0 listens on an ephemeral loopback port, rank 1 connects. */
+void tcp_connect()
+{
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    int lfd = -1, port = 0;
+    if (rank == 0) {
+        lfd = socket(AF_INET, SOCK_STREAM, 0);
+        if (lfd < 0 || bind(lfd, (sockaddr *)&a, sizeof a) != 0 || listen(lfd, 1) != 0 ||
+            getsockname(lfd, (sockaddr *)&a, &len) != 0)
+            die("tcp_exchange: cannot listen on the loopback");
+        port = ntohs(a.sin_port);
+    }
+    MPI_Bcast(&port, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+        tcp_fd = accept(lfd, nullptr, nullptr);
+        close(lfd);
+    } else {
+        a.sin_port = htons((uint16_t)port);
+        tcp_fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (tcp_fd >= 0 && connect(tcp_fd, (sockaddr *)&a, sizeof a) != 0) tcp_fd = -1;
+    }
+    int one = 1;
+    if (tcp_fd < 0 || setsockopt(tcp_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
+        die("tcp_exchange: cannot connect over the loopback");
+}
+
+/* Sends `bytes` from out while receiving as many into in, busy-polling the non-blocking
+ * socket as MPI's TCP transports do (a sleep in poll() would cost a wake-up each time). */
+void tcp_exchange(const char *out, char *in, size_t bytes)
+{
+    size_t sent = 0, got = 0;
+    while (sent < bytes || got < bytes) {
+        if (sent < bytes) {
+            ssize_t k = send(tcp_fd, out + sent, bytes - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+            if (k > 0) sent += (size_t)k;
+            else if (k < 0 && errno != EAGAIN && errno != EINTR) die("tcp_exchange: send failed");
+        }
+        if (got < bytes) {
+            ssize_t k = recv(tcp_fd, in + got, bytes - got, MSG_DONTWAIT);
+            if (k > 0) got += (size_t)k;
+            else if (k == 0 || (errno != EAGAIN && errno != EINTR)) die("tcp_exchange: recv failed");
+        }
+    }
+}
 
 std::unique_ptr<gloo::Algorithm> classic(std::string name, const std::shared_ptr<gloo::Context> &ctx, int n)
 {
@@ -108,17 +169,25 @@ void one_call(Variant &v, int n)
         if (rc == MPI_SUCCESS) rc = nbc_wait(&r);
         break;
     case MPI_BLOCKING: rc = MPI_Allreduce(sendbuf, recvbuf, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); break;
+    case TCP_EXCHANGE: tcp_exchange((const char *)sendbuf, (char *)recvbuf, (size_t)n * sizeof(double)); break;
     }
     if (rc != MPI_SUCCESS) die(v.name + ": a call failed");
 }
 
 bool in_place(const Variant &v) { return v.kind == GLOO_CLASSIC || v.kind == NBC_INPLACE; }
 
-/* One call on fresh data, compared with the exact sum on every rank. */
+/* One call on fresh data, compared with the exact sum on every rank (tcp_exchange: with the
+ * other rank's input). */
 bool check(Variant &v, int n)
 {
     for (int i = 0; i < n; i++) work[i] = value(rank, (size_t)i), recvbuf[i] = -1;
     one_call(v, n);
+    if (v.kind == TCP_EXCHANGE) {
+        int ok = 1, all;
+        for (int i = 0; i < n; i++) ok &= recvbuf[i] == value(1 - rank, (size_t)i);
+        MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        return all;
+    }
     const double *out = in_place(v) ? work : recvbuf;
     double want = (double)nprocs * (nprocs + 1) / 2;
     int ok = 1, all;
@@ -205,6 +274,7 @@ int main(int argc, char **argv)
     vars.push_back({NBC, "nbc_auto" + at, nullptr, nullptr});
     vars.push_back({NBC_INPLACE, "nbc_auto_inplace" + at, nullptr, nullptr});
     vars.push_back({MPI_BLOCKING, "MPI_Allreduce" + at, nullptr, nullptr});
+    if (nprocs == 2) vars.push_back({TCP_EXCHANGE, "tcp_exchange", nullptr, nullptr});
     if (gloo_on) {
         for (const char *g : {"gloo_ring", "gloo_ring_chunked", "gloo_halving_doubling", "gloo_bcube"})
             vars.push_back({GLOO_CLASSIC, std::string(g) + (gloo_sync ? "_sync" : ""), nullptr, nullptr});
@@ -219,6 +289,7 @@ int main(int argc, char **argv)
     if (!sendbuf || !recvbuf || !work) die("out of memory");
     for (size_t i = 0; i < maxn; i++) sendbuf[i] = value(rank, i), recvbuf[i] = 0, work[i] = 0;
     if (nbc_init() != MPI_SUCCESS) die(nbc_error_message());
+    if (nprocs == 2) tcp_connect();
 
     std::shared_ptr<gloo::Context> ctx;
     std::string dir;
@@ -285,6 +356,7 @@ int main(int argc, char **argv)
     ctx.reset();
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank == 0 && !dir.empty()) std::filesystem::remove_all(dir);
+    if (tcp_fd >= 0) close(tcp_fd);
     std::free(sendbuf);
     std::free(recvbuf);
     std::free(work);

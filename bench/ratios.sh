@@ -43,6 +43,8 @@ while [ "$i" -le "$N" ]; do
                 r("nbc on MPICH/Open MPI Allreduce", "bench:nbc_auto", "openmpi:MPI_Allreduce")
                 n = split("gloo_ring gloo_ring_chunked gloo_halving_doubling gloo_bcube gloo_allreduce", g, " ")
                 for (k = 1; k <= n; k++) r("nbc TCP/" g[k], "gloo:nbc_auto@tcp", "gloo:" g[k])
+                r("nbc TCP/TCP exchange", "gloo:nbc_auto@tcp", "gloo:tcp_exchange")
+                for (k = 1; k <= n; k++) r(g[k] "/TCP exchange", "gloo:" g[k], "gloo:tcp_exchange")
                 r("nbc/bound", "bench:nbc_auto", "bench:bound")
                 r("shared nbc/bound", "bench:nbc_auto_shared", "bench:bound")
                 r("shared nbc/prototype", "bench:nbc_auto_shared", "bench:shm_prototype")

@@ -27,36 +27,38 @@ awk -F, -v dat="$dir/wide-p$P.dat" -v P="$P" '
         # sizes in order (the runs may list them alike; sort numerically anyway)
         for (i = 0; i < n; i++) for (j = i + 1; j < n; j++) if (order[j] + 0 < order[i] + 0) { x = order[i]; order[i] = order[j]; order[j] = x }
         split("gloo_ring gloo_ring_chunked gloo_halving_doubling gloo_bcube gloo_allreduce", g, " ")
-        print "Medians in µs (p = " P "): nbc_auto (buffers from malloc; allreduce_shm_small up to 64 KiB, messages above), nbc_auto on buffers from nbc_alloc_mem (\"shared\": allreduce_shm above 64 KiB) and both MPI calls on MPICH and on Open MPI; nbc_auto, in place and MPICH'"'"'s MPI_Allreduce over TCP (nbc'"'"'s and MPICH'"'"'s shared memory off); the fastest Gloo algorithm (TCP); the bound and the shared-window prototype."
+        print "Medians in µs (p = " P "): nbc_auto (buffers from malloc; allreduce_shm_small up to 64 KiB, messages above), nbc_auto on buffers from nbc_alloc_mem (\"shared\": allreduce_shm above 64 KiB) and both MPI calls on MPICH and on Open MPI; nbc_auto, in place and MPICH'"'"'s MPI_Allreduce over TCP (nbc'"'"'s and MPICH'"'"'s shared memory off); the fastest Gloo algorithm (TCP); the TCP exchange (the two ranks swapping their n bytes over a plain loopback socket: what TCP allows before any reduction); the bound and the shared-window prototype."
         print ""
-        print "| size | nbc MPICH | nbc shared MPICH | MPICH Iallreduce | MPICH Allreduce | nbc Open MPI | nbc shared Open MPI | Open MPI Iallreduce | Open MPI Allreduce | nbc TCP | nbc TCP in place | MPICH Allreduce TCP | fastest Gloo | bound | shm prototype |"
-        print "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|"
+        print "| size | nbc MPICH | nbc shared MPICH | MPICH Iallreduce | MPICH Allreduce | nbc Open MPI | nbc shared Open MPI | Open MPI Iallreduce | Open MPI Allreduce | nbc TCP | nbc TCP in place | MPICH Allreduce TCP | fastest Gloo | TCP exchange | bound | shm prototype |"
+        print "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|"
         for (i = 0; i < n; i++) {
             b = order[i]; best = ""
             for (k = 1; k <= 5; k++) if ((b, "gloo:" g[k]) in t && (best == "" || t[b, "gloo:" g[k]] < t[b, "gloo:" best])) best = g[k]
-            printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", size(b),
+            printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", size(b),
                 us(b, "bench:nbc_auto"), us(b, "bench:nbc_auto_shared"), us(b, "bench:MPI_Iallreduce"), us(b, "bench:MPI_Allreduce"),
                 us(b, "openmpi:nbc_auto"), us(b, "openmpi:nbc_auto_shared"), us(b, "openmpi:MPI_Iallreduce"), us(b, "openmpi:MPI_Allreduce"),
                 us(b, "gloo:nbc_auto@tcp"), us(b, "gloo:nbc_auto_inplace@tcp"), us(b, "gloo:MPI_Allreduce@tcp"),
-                best == "" ? "-" : sub_gloo(best) " " us(b, "gloo:" best), us(b, "bench:bound"), us(b, "bench:shm_prototype")
+                best == "" ? "-" : sub_gloo(best) " " us(b, "gloo:" best), us(b, "gloo:tcp_exchange"), us(b, "bench:bound"), us(b, "bench:shm_prototype")
         }
         print ""
-        print "Ratios of medians (below 1: the first is faster). Same run: nbc / MPICH (Iallreduce, Allreduce), nbc on Open MPI / Open MPI (Iallreduce, Allreduce), nbc over TCP / each Gloo algorithm, nbc / bound and prototype / bound. Across runs: nbc on MPICH / Open MPI'"'"'s Allreduce."
+        print "Ratios of medians (below 1: the first is faster). Same run: nbc / MPICH (Iallreduce, Allreduce), nbc on Open MPI / Open MPI (Iallreduce, Allreduce), nbc over TCP / each Gloo algorithm, nbc over TCP and the fastest Gloo / the TCP exchange, nbc / bound and prototype / bound. Across runs: nbc on MPICH / Open MPI'"'"'s Allreduce."
         print ""
-        print "| size | nbc / MPICH | nbc shared / MPICH | nbc / Open MPI (same MPI) | nbc shared / Open MPI (same MPI) | nbc MPICH / Open MPI Allreduce (across runs) | nbc TCP / Gloo ring, ring_chunked, halving_doubling, bcube, allreduce | nbc / bound | nbc shared / bound | prototype / bound |"
-        print "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        print "| size | nbc / MPICH | nbc shared / MPICH | nbc / Open MPI (same MPI) | nbc shared / Open MPI (same MPI) | nbc MPICH / Open MPI Allreduce (across runs) | nbc TCP / Gloo ring, ring_chunked, halving_doubling, bcube, allreduce | nbc TCP / TCP exchange | fastest Gloo / TCP exchange | nbc / bound | nbc shared / bound | prototype / bound |"
+        print "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         for (i = 0; i < n; i++) {
-            b = order[i]; gl = ""
+            b = order[i]; gl = ""; best = ""
             for (k = 1; k <= 5; k++) gl = gl (k > 1 ? ", " : "") r(b, "gloo:nbc_auto@tcp", "gloo:" g[k])
-            printf "| %s | %s / %s | %s / %s | %s / %s | %s / %s | %s | %s | %s | %s | %s |\n", size(b),
+            for (k = 1; k <= 5; k++) if ((b, "gloo:" g[k]) in t && (best == "" || t[b, "gloo:" g[k]] < t[b, "gloo:" best])) best = g[k]
+            printf "| %s | %s / %s | %s / %s | %s / %s | %s / %s | %s | %s | %s | %s | %s | %s | %s |\n", size(b),
                 r(b, "bench:nbc_auto", "bench:MPI_Iallreduce"), r(b, "bench:nbc_auto", "bench:MPI_Allreduce"),
                 r(b, "bench:nbc_auto_shared", "bench:MPI_Iallreduce"), r(b, "bench:nbc_auto_shared", "bench:MPI_Allreduce"),
                 r(b, "openmpi:nbc_auto", "openmpi:MPI_Iallreduce"), r(b, "openmpi:nbc_auto", "openmpi:MPI_Allreduce"),
                 r(b, "openmpi:nbc_auto_shared", "openmpi:MPI_Iallreduce"), r(b, "openmpi:nbc_auto_shared", "openmpi:MPI_Allreduce"),
                 r(b, "bench:nbc_auto", "openmpi:MPI_Allreduce"), gl,
+                r(b, "gloo:nbc_auto@tcp", "gloo:tcp_exchange"), best == "" ? "-" : r(b, "gloo:" best, "gloo:tcp_exchange"),
                 r(b, "bench:nbc_auto", "bench:bound"), r(b, "bench:nbc_auto_shared", "bench:bound"), r(b, "bench:shm_prototype", "bench:bound")
         }
-        split("bench:nbc_auto bench:nbc_auto_shared openmpi:nbc_auto_shared bench:MPI_Iallreduce bench:MPI_Allreduce openmpi:nbc_auto openmpi:MPI_Iallreduce openmpi:MPI_Allreduce gloo:nbc_auto@tcp gloo:gloo_ring gloo:gloo_ring_chunked gloo:gloo_halving_doubling gloo:gloo_bcube gloo:gloo_allreduce bench:bound bench:shm_prototype", cols, " ")
+        split("bench:nbc_auto bench:nbc_auto_shared openmpi:nbc_auto_shared bench:MPI_Iallreduce bench:MPI_Allreduce openmpi:nbc_auto openmpi:MPI_Iallreduce openmpi:MPI_Allreduce gloo:nbc_auto@tcp gloo:gloo_ring gloo:gloo_ring_chunked gloo:gloo_halving_doubling gloo:gloo_bcube gloo:gloo_allreduce bench:bound bench:shm_prototype gloo:tcp_exchange", cols, " ")
         printf "bytes" > dat
         for (c = 1; c in cols; c++) { name = cols[c]; sub(/^bench:/, "mpich:", name); printf " %s", name > dat }
         printf "\n" > dat
