@@ -87,16 +87,22 @@ struct shm_comm {
     uint64_t *bytes;      /* [p]: their segments' sizes */
 };
 
-/* A communicator's block: pub[CHANNELS], then (page-aligned) each channel's stage: the flags
- * raised for each rank `to` (p words, 16-byte aligned), then STAGE_BYTES of shared scratch. */
+/* A communicator's block: pub[CHANNELS], then (page-aligned) each channel's stage: a header of
+ * the flags raised for each rank `to` (p words) and the `ended` word (rounded up to 16 bytes),
+ * then STAGE_BYTES of shared scratch. */
 _Static_assert(CHANNELS * sizeof(pub_line) <= 4096, "the channels' lines fit before the first stage");
-static size_t flag_words(int p) { return ((size_t)p * sizeof(uint64_t) + 15) / 16 * 16; }
-static size_t channel_bytes(int p) { return (flag_words(p) + STAGE_BYTES + 4095) / 4096 * 4096; }
+static size_t header_bytes(int p) { return ((size_t)(p + 1) * sizeof(uint64_t) + 15) / 16 * 16; }
+static size_t channel_bytes(int p) { return (header_bytes(p) + STAGE_BYTES + 4095) / 4096 * 4096; }
 static size_t channel_at(int p, int c) { return 4096 + (size_t)c * channel_bytes(p); }
-static size_t stage_at(int p, int c) { return channel_at(p, c) + flag_words(p); }
+static size_t stage_at(int p, int c) { return channel_at(p, c) + header_bytes(p); }
 static size_t block_bytes(int p) { return channel_at(p, CHANNELS); }
 static pub_line *pub_of(char *block, int c) { return (pub_line *)(void *)block + c; }
 static uint64_t *flag_of(char *block, int p, int c, int to) { return (uint64_t *)(void *)(block + channel_at(p, c)) + to; }
+/* Channel c's `ended`: what its rank's pub line of the next channel said (its `done`) when it
+ * last ran a shared program on c. A peer that waits for its flags there reads it in the same
+ * cache line, so it rarely needs to read that pub line itself (take_stage). */
+static uint64_t *ended_of(char *block, int p, int c) { return (uint64_t *)(void *)(block + channel_at(p, c)) + p; }
+static int next_channel(int c) { return (c + 1) % CHANNELS; }
 
 /* ---- the segment and its heap ---- */
 
@@ -283,7 +289,7 @@ static int attach_start(comm_state *cs, struct nbc_req *r)
     uint64_t off = segment() ? heap_alloc(block_bytes(p)) : 0;
     if (off) { /* the lines and flags start at zero (the scratch needs none) */
         memset(nbc_rt.shm.base + off, 0, CHANNELS * sizeof(pub_line));
-        for (int c = 0; c < CHANNELS; c++) memset(nbc_rt.shm.base + off + channel_at(p, c), 0, flag_words(p));
+        for (int c = 0; c < CHANNELS; c++) memset(nbc_rt.shm.base + off + channel_at(p, c), 0, header_bytes(p));
     }
     sc->mine = (hello){nbc_rt.shm.nonce, nbc_rt.shm.bytes, off, getpid(), nbc_rt.shm.fd, off != 0, 0};
     sc->state = HELLO;
@@ -409,6 +415,8 @@ static void fill_shared(struct nbc_req *r, struct shm_comm *sc, int c, const pub
     sh->peer_base[me][SLOT_RECV] = r->st.base[SLOT_RECV];
     sh->stamp = (r->seq + 1) << 20; /* above every flag of the calls before on this channel */
     sh->nwaiting = 0;
+    /* published with this call's first flag (a release store after it) */
+    __atomic_store_n(ended_of(sc->block[me], p, c), pub_of(sc->block[me], next_channel(c))->done, __ATOMIC_RELEASE);
 }
 
 /* Whether an earlier call of r's channel that may use shared memory is still active here. */
@@ -422,15 +430,17 @@ static int channel_busy(const struct nbc_req *r)
 
 /* Whether every rank has ended the last call that used channel c's stage (so none still reads
  * this rank's); then this call is its last user. Which calls use a stage is the same on every
- * rank, so stage_last is too. */
+ * rank, so stage_last is too. A peer's `ended` on the channel before, in the line of the flags
+ * this rank last waited for there, usually says so already; its pub line (written at the end
+ * of each of its calls, so another core's to read) is read only when it does not. */
 static int take_stage(struct shm_comm *sc, const struct nbc_req *r, int c)
 {
-    for (int q = 0; q < r->cs->size; q++)
-        if (__atomic_load_n(&pub_of(sc->block[q], c)->done, __ATOMIC_ACQUIRE) < sc->stage_last[c]) return 0;
+    int p = r->cs->size, before = (c + CHANNELS - 1) % CHANNELS;
+    for (int q = 0; q < p; q++)
+        if (__atomic_load_n(ended_of(sc->block[q], p, before), __ATOMIC_ACQUIRE) < sc->stage_last[c] &&
+            __atomic_load_n(&pub_of(sc->block[q], c)->done, __ATOMIC_ACQUIRE) < sc->stage_last[c])
+            return 0;
     sc->stage_last[c] = r->seq + 1;
-    /* The next call's check reads the next channel's lines, which their ranks wrote long ago:
-     * fetched now, they wait in this core's cache instead of stalling that call. */
-    for (int q = 0; q < r->cs->size; q++) __builtin_prefetch(pub_of(sc->block[q], (c + 1) % CHANNELS));
     return 1;
 }
 

@@ -83,8 +83,8 @@ why=$(awk -F, 'NR > 1 { t[$2, $3] = $4; sizes[$2] = 1; if ($3 == "bound") b[$2] 
 [ -f "$tmp/b.csv" ] && [ -z "$why" ]
 check "shm_prototype and bound rows" $? "$why"
 
-# Gloo side by side (bench/gloo.cc), when Gloo is installed: Gloo's five allreduces and nbc,
-# each result checked. The smoke test does not force TCP on MPI (bench/run.sh does).
+# Gloo side by side (bench/gloo.cc), when Gloo is installed: Gloo's five allreduces, nbc (two
+# ways), MPI's allreduce and the TCP exchange, each result checked. The smoke test does not force TCP on MPI (bench/run.sh does).
 gloo_header="p,bytes,variant,median_us,p25_us,p75_us,min_us,max_us,reps,iters,nbc_over_this,MBps,correct"
 if dpkg-query -W -f='${Status}' libgloo-dev 2> /dev/null | grep -q "install ok installed"; then
     if [ ! -x "$BUILD/bench/gloo" ]; then
@@ -98,9 +98,9 @@ if dpkg-query -W -f='${Status}' libgloo-dev 2> /dev/null | grep -q "install ok i
     why=$(awk -F, -v h="$gloo_header" 'NR == 1 { if ($0 != h) print "header: " $0; next }
         NF != 13 || $4 <= 0 || $13 != 1 { print "line " NR ": " $0; exit }
         { rows++; v[$3] = 1 }
-        END { if (rows != 8 * 8) print rows " rows, want 64"
-              split("gloo_ring gloo_ring_chunked gloo_halving_doubling gloo_bcube gloo_allreduce nbc_auto@tcp", w, " ")
-              for (i = 1; i <= 6; i++) if (!(w[i] in v)) print "no " w[i] }' "$tmp/g.csv" 2> /dev/null)
+        END { if (rows != 8 * 9) print rows " rows, want 72"
+              split("gloo_ring gloo_ring_chunked gloo_halving_doubling gloo_bcube gloo_allreduce nbc_auto@tcp tcp_exchange", w, " ")
+              for (i = 1; i <= 7; i++) if (!(w[i] in v)) print "no " w[i] }' "$tmp/g.csv" 2> /dev/null)
     [ -f "$tmp/g.csv" ] && [ -z "$why" ]
     check "gloo CSV well-formed, results correct" $? "$why"
     # shellcheck disable=SC2086
