@@ -2,7 +2,8 @@
 # that bench/wide.sh writes (first line: column names, MPI:variant; NaN where a run is missing).
 #   gnuplot -e "dat='bench/results/wide-p2.dat'; png='bench/results/wide-p2.png'; p=2" bench/wide.gp
 # Left: time per call. Right: time over the bound (the column named mpich:bound), so the bound
-# is the line at 1. nbc's columns are solid and thick, MPI's dashed, Gloo's thin.
+# is the line at 1. nbc's columns are solid and thick, MPI's dashed, Gloo's thin, the TCP
+# exchange (what plain sockets take for the same bytes) dotted.
 set terminal pngcairo size 1500,640 font ",10" noenhanced
 set output png
 set datafile missing "NaN"
@@ -12,7 +13,7 @@ ncols = words(header)
 bound = 0
 do for [i=2:ncols] { if (word(header, i) eq "mpich:bound") { bound = i } }
 width(i) = strstrt(word(header, i), "nbc_auto") ? 3 : strstrt(word(header, i), "gloo_") ? 1 : 2
-dash(i) = strstrt(word(header, i), "MPI_") ? 2 : 1
+dash(i) = strstrt(word(header, i), "MPI_") ? 2 : strstrt(word(header, i), "tcp_exchange") ? 3 : 1
 set logscale xy 2
 set format x "%.0b%B"
 set xlabel "message size (bytes)"
