@@ -198,6 +198,33 @@ static void hit_allocates_nothing(void)
           (unsigned long long)(after.hits - before.hits));
 }
 
+/* The schedule of an allreduce's request (its messages' program). */
+static const char *schedule_of(nbc_request r) { return cache_entry_program(r->entry)->name; }
+
+/* A communicator remembers its last call's programs; forcing a schedule, or going back to
+ * automatic selection, must still reach the very next call. */
+static void memo_follows_forcing(void)
+{
+    double in[64], out[64];
+    for (int i = 0; i < 64; i++) in[i] = rank + i;
+    nbc_request r;
+    char first[64] = "", forced[64] = "", back[64] = "";
+    int rc = MPI_SUCCESS;
+    for (int k = 0; k < 3 && rc == MPI_SUCCESS; k++) { /* the same call three times: remembered */
+        rc = nbc_iallreduce(in, out, 64, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r);
+        if (rc == MPI_SUCCESS) snprintf(first, sizeof first, "%s", schedule_of(r)), rc = nbc_wait(&r);
+    }
+    if (rc == MPI_SUCCESS) rc = nbc_set_schedule("allreduce", strcmp(first, "allreduce_linear") ? "linear" : "ring");
+    if (rc == MPI_SUCCESS) rc = nbc_iallreduce(in, out, 64, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r);
+    if (rc == MPI_SUCCESS) snprintf(forced, sizeof forced, "%s", schedule_of(r)), rc = nbc_wait(&r);
+    if (rc == MPI_SUCCESS) rc = nbc_set_schedule("allreduce", "");
+    if (rc == MPI_SUCCESS) rc = nbc_iallreduce(in, out, 64, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r);
+    if (rc == MPI_SUCCESS) snprintf(back, sizeof back, "%s", schedule_of(r)), rc = nbc_wait(&r);
+    check(rc == MPI_SUCCESS && strcmp(forced, first) && !strcmp(back, first),
+          "a forced schedule reaches the next call, and automatic selection the one after",
+          "rc %d: %s, then %s, then %s", rc, first, forced, back);
+}
+
 /* A persistent start allocates nothing and looks nothing up: the cache is not even asked. */
 static void start_allocates_nothing(void)
 {
@@ -244,6 +271,7 @@ int main(int argc, char **argv)
     first_use_does_not_block();
     hit_allocates_nothing();
     start_allocates_nothing();
+    memo_follows_forcing();
     check(nbc_finalize() == MPI_SUCCESS, "nbc_finalize", "");
 
     int any[MAX_CHECKS];

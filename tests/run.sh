@@ -175,6 +175,12 @@ for p in $4; do
     ASAN_OPTIONS=detect_leaks=0 suite "mpi_shm p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_shm"
 done
 NBC_TIMEOUT=1 ASAN_OPTIONS=detect_leaks=0 suite "mpi_shm withheld" $MPIEXEC -n 2 "$BUILD/tests/mpi_shm" --withhold
+# a communicator remembers its last call's programs (runtime/calls.c): with a cache of one
+# program, or none, every call evicts or frees what the one before used
+for n in 0 1; do
+    NBC_CACHE_ENTRIES=$n ASAN_OPTIONS=detect_leaks=0 suite "mpi_allreduce, a cache of $n programs, p=3" $MPIEXEC -n 3 "$BUILD/tests/mpi_allreduce"
+    NBC_CACHE_ENTRIES=$n ASAN_OPTIONS=detect_leaks=0 suite "mpi_shm, a cache of $n programs, p=2" $MPIEXEC -n 2 "$BUILD/tests/mpi_shm"
+done
 for p in $5; do
     ASAN_OPTIONS=detect_leaks=0 suite "mpi_collectives p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_collectives"
 done
