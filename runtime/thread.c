@@ -77,7 +77,7 @@ int thread_enter(void)
 /* As the call entered: the level may have changed inside it (nbc_init learns it). */
 void thread_leave(void)
 {
-    if (!nbc_rt.threads.entered) {
+    if (!__atomic_load_n(&nbc_rt.threads.entered, __ATOMIC_RELAXED)) {
         unlock();
         return;
     }
