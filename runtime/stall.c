@@ -135,7 +135,7 @@ void stall_forget(struct nbc_req *r)
 
 void stall_poll(void)
 {
-    if (nbc_rt.env.stall_ns <= 0 || nbc_rt.stall.passes++ % 64) return; /* the clock is read every 64th time only */
+    if (nbc_rt.env.stall_ns <= 0) return;
     long now = now_ns();
     if (now - nbc_rt.stall.last_poll_ns < STALL_POLL_NS) return;
     nbc_rt.stall.last_poll_ns = now;

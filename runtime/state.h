@@ -96,7 +96,6 @@ typedef struct {
         stall_msg query, *answers;
         MPI_Request *reqs;           /* n sends of the query, then n receives of the answers */
         long last_poll_ns;
-        unsigned passes;             /* calls of stall_poll: it reads the clock every 64th */
     } stall;
 } nbc_state;
 

@@ -493,7 +493,9 @@ static void subcomm(MPI_Comm sub, int mode)
     job_free(&jw);
 }
 
-/* Repeating an identical call must hit the program cache (and miss nothing new). */
+/* Repeating an identical call must hit the program cache (and miss nothing new), unless the
+ * cache is too small to keep a call's programs (NBC_CACHE_ENTRIES below 2: then only the
+ * results are checked). */
 static void cache_hits(void)
 {
     test_case *c = new_case("cache hit on an identical repeated call");
@@ -510,6 +512,8 @@ static void cache_hits(void)
         job_check(&j, 0, c, round ? "second call: " : "first call: ");
         job_free(&j);
     }
+    const char *entries = getenv("NBC_CACHE_ENTRIES");
+    if (entries && atoi(entries) < 2) return;
     if (nbc_get_cache_stats(&after) != MPI_SUCCESS)
         fail(c, "nbc_get_cache_stats failed");
     else if (after.hits <= before.hits || after.misses != before.misses)
