@@ -37,6 +37,9 @@ static int waits_done(interp_shared *sh)
     return sh->nwaiting == 0;
 }
 
+/* An instruction's length in elements, for MPI and the kernels. */
+static inline int elements(const nbc_insn *in, const nbc_program *p) { return (int)(in->len / p->esize); }
+
 /* Issues the instructions of the current round. Each computes only the operands it has (a
  * SIGNAL or a WAIT has none) and counts elements only where MPI or a kernel wants them. */
 static int issue_round(interp_state *st)
@@ -49,11 +52,11 @@ static int issue_round(interp_state *st)
         int rc = MPI_SUCCESS;
         switch (in->op) {
         case OP_SEND:
-            rc = MPI_Isend(operand(st, in->a_slot, in->a_off, in->peer), (int)(in->len / p->esize), st->datatype, in->peer,
+            rc = MPI_Isend(operand(st, in->a_slot, in->a_off, in->peer), elements(in, p), st->datatype, in->peer,
                            st->tag, st->comm, &st->reqs[st->nreqs++]);
             break;
         case OP_RECV:
-            rc = MPI_Irecv(operand(st, in->a_slot, in->a_off, in->peer), (int)(in->len / p->esize), st->datatype, in->peer,
+            rc = MPI_Irecv(operand(st, in->a_slot, in->a_off, in->peer), elements(in, p), st->datatype, in->peer,
                            st->tag, st->comm, &st->reqs[st->nreqs++]);
             break;
         case OP_COPY:
@@ -61,7 +64,7 @@ static int issue_round(interp_state *st)
             break;
         case OP_REDUCE: {
             char *a = operand(st, in->a_slot, in->a_off, in->peer), *b = operand(st, in->b_slot, in->b_off, in->peer);
-            int n = (int)(in->len / p->esize);
+            int n = elements(in, p);
             if (st->kernel) st->kernel->reduce(a, b, (size_t)n);
             else rc = MPI_Reduce_local(b, a, n, st->datatype, st->op);
             break;
@@ -69,7 +72,7 @@ static int issue_round(interp_state *st)
         case OP_COMBINE: {
             char *a = operand(st, in->a_slot, in->a_off, in->peer), *b = operand(st, in->b_slot, in->b_off, in->peer),
                  *c = operand(st, in->c_slot, in->c_off, in->peer);
-            int n = (int)(in->len / p->esize);
+            int n = elements(in, p);
             if (st->kernel) {
                 st->kernel->combine(a, b, c, (size_t)n);
             } else {

@@ -103,6 +103,7 @@ static uint64_t *flag_of(char *block, int p, int c, int to) { return (uint64_t *
  * cache line, so it rarely needs to read that pub line itself (take_stage). */
 static uint64_t *ended_of(char *block, int p, int c) { return (uint64_t *)(void *)(block + channel_at(p, c)) + p; }
 static int next_channel(int c) { return (c + 1) % CHANNELS; }
+static int channel_before(int c) { return (c + CHANNELS - 1) % CHANNELS; }
 
 /* ---- the segment and its heap ---- */
 
@@ -321,13 +322,14 @@ static int map_all(comm_state *cs, struct shm_comm *sc)
 /* What stays the same for every call on a channel: the flags and the stages. */
 static void set_up_channels(struct shm_comm *sc, int p, int me)
 {
-    for (int c = 0; c < CHANNELS; c++)
+    for (int c = 0; c < CHANNELS; c++) {
+        interp_shared *sh = &sc->chan[c];
         for (int q = 0; q < p; q++) {
-            interp_shared *sh = &sc->chan[c];
             sh->peer_base[q][SLOT_SHARED] = sc->block[q] + stage_at(p, c);
             sh->raise[q] = flag_of(sc->block[me], p, c, q);
             sh->seen[q] = flag_of(sc->block[q], p, c, me);
         }
+    }
 }
 
 /* 1 when the communicator is attached (or sharing is off for it), 0 while not yet, < 0 on error. */
@@ -435,7 +437,7 @@ static int channel_busy(const struct nbc_req *r)
  * of each of its calls, so another core's to read) is read only when it does not. */
 static int take_stage(struct shm_comm *sc, const struct nbc_req *r, int c)
 {
-    int p = r->cs->size, before = (c + CHANNELS - 1) % CHANNELS;
+    int p = r->cs->size, before = channel_before(c);
     for (int q = 0; q < p; q++)
         if (__atomic_load_n(ended_of(sc->block[q], p, before), __ATOMIC_ACQUIRE) < sc->stage_last[c] &&
             __atomic_load_n(&pub_of(sc->block[q], c)->done, __ATOMIC_ACQUIRE) < sc->stage_last[c])
