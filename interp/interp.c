@@ -1,4 +1,5 @@
 #include "interp.h"
+#include "remote.h"
 
 #include <string.h>
 
@@ -37,8 +38,36 @@ static int waits_done(interp_shared *sh)
     return sh->nwaiting == 0;
 }
 
-/* An instruction's length in elements, for MPI and the kernels. */
+/* An instruction's length in elements, for MPI. */
 static inline int elements(const nbc_insn *in, const nbc_program *p) { return (int)(in->len / p->esize); }
+
+/* COPY, REDUCE or COMBINE on memory of this process; inlined in the interpreter's loop. */
+static inline int compute(const interp_state *st, unsigned op, char *a, char *b, char *c, uint64_t len)
+{
+    if (op == OP_COPY) {
+        memcpy(a, b, len);
+        return MPI_SUCCESS;
+    }
+    int n = (int)(len / st->prog->esize); /* elements, for MPI and the kernels */
+    switch (op) {
+    case OP_REDUCE:
+        if (!st->kernel) return MPI_Reduce_local(b, a, n, st->datatype, st->op);
+        st->kernel->reduce(a, b, (size_t)n);
+        return MPI_SUCCESS;
+    default: /* OP_COMBINE */
+        if (st->kernel) {
+            st->kernel->combine(a, b, c, (size_t)n);
+            return MPI_SUCCESS;
+        }
+        memcpy(a, c, len);
+        return MPI_Reduce_local(b, a, n, st->datatype, st->op);
+    }
+}
+
+int interp_compute(const interp_state *st, unsigned op, char *a, char *b, char *c, uint64_t len)
+{
+    return compute(st, op, a, b, c, len);
+}
 
 /* Issues the instructions of the current round. Each computes only the operands it has (a
  * SIGNAL or a WAIT has none) and counts elements only where MPI or a kernel wants them. */
@@ -60,27 +89,12 @@ static int issue_round(interp_state *st)
                            st->tag, st->comm, &st->reqs[st->nreqs++]);
             break;
         case OP_COPY:
-            memcpy(operand(st, in->a_slot, in->a_off, in->peer), operand(st, in->b_slot, in->b_off, in->peer), in->len);
+        case OP_REDUCE:
+        case OP_COMBINE:
+            if (st->shared && st->shared->by_kernel && remote_names(st->shared, in)) rc = remote_run(st, in);
+            else rc = compute(st, in->op, operand(st, in->a_slot, in->a_off, in->peer), operand(st, in->b_slot, in->b_off, in->peer),
+                              in->op == OP_COMBINE ? operand(st, in->c_slot, in->c_off, in->peer) : NULL, in->len);
             break;
-        case OP_REDUCE: {
-            char *a = operand(st, in->a_slot, in->a_off, in->peer), *b = operand(st, in->b_slot, in->b_off, in->peer);
-            int n = elements(in, p);
-            if (st->kernel) st->kernel->reduce(a, b, (size_t)n);
-            else rc = MPI_Reduce_local(b, a, n, st->datatype, st->op);
-            break;
-        }
-        case OP_COMBINE: {
-            char *a = operand(st, in->a_slot, in->a_off, in->peer), *b = operand(st, in->b_slot, in->b_off, in->peer),
-                 *c = operand(st, in->c_slot, in->c_off, in->peer);
-            int n = elements(in, p);
-            if (st->kernel) {
-                st->kernel->combine(a, b, c, (size_t)n);
-            } else {
-                memcpy(a, c, in->len);
-                rc = MPI_Reduce_local(b, a, n, st->datatype, st->op);
-            }
-            break;
-        }
         case OP_SIGNAL:
             raise_flag(st->shared, in->peer);
             break;

@@ -14,9 +14,16 @@
 
 /* What a program with PROG_SHARED needs besides this rank's own buffers; runtime/shm.c fills
  * it in once the ranks have agreed to run it. Flags count up from `stamp` in each call, so a
- * flag of an earlier call on the same lines is never mistaken for this one's. */
+ * flag of an earlier call on the same lines is never mistaken for this one's.
+ * A peer's send and receive buffers are mapped here when they are in its segment; when they
+ * are its private memory (bit q of `by_kernel`), peer_base holds their addresses in rank q's
+ * process, and the kernel copies to and from them (interp/remote.c). */
 typedef struct {
-    char *peer_base[NBC_SHM_MAX_RANKS][SLOT_COUNT_]; /* each rank's send, receive and shared buffers, mapped here */
+    char *peer_base[NBC_SHM_MAX_RANKS][SLOT_COUNT_]; /* each rank's send, receive and shared buffers */
+    uint64_t by_kernel;                           /* bit q: rank q's send and receive buffers are reached through the kernel */
+    int32_t pid[NBC_SHM_MAX_RANKS];               /* each rank's process (for by_kernel) */
+    char *bounce;                                 /* 3 pieces of `piece` bytes: remote operands, here */
+    uint64_t piece;                               /* a multiple of the element size */
     uint64_t *raise[NBC_SHM_MAX_RANKS];           /* the flag this rank raises for that one */
     const uint64_t *seen[NBC_SHM_MAX_RANKS];      /* the flag that rank raises for this one */
     uint64_t stamp;
@@ -43,6 +50,8 @@ typedef struct {
     int err;                  /* MPI error code; MPI_SUCCESS while fine */
     uint32_t err_round;       /* on failure: the round, and which of its messages failed */
     int err_req;              /* (an index into reqs; -1: not one message) */
+    int err_pc;               /* on a failed copy through the kernel: its instruction, else -1 */
+    int err_errno;            /* and the kernel's errno */
 } interp_state;
 
 enum { INTERP_WAITING, INTERP_MOVED, INTERP_DONE };

@@ -15,13 +15,13 @@ int failure_where(const struct nbc_req *r, uint32_t round, char *out, size_t siz
                     r->name[0] ? ", request '" : "", r->name, r->name[0] ? "'" : "", r->cs ? r->cs->rank : -1, round, p->nrounds);
 }
 
-/* "RECV of 32 bytes from rank 1 (pc 7)" */
+/* "RECV of 32 bytes from rank 1 (pc 7)", "COPY of 32 bytes with rank 1 (pc 3)" */
 int failure_insn(const nbc_program *p, int pc, char *out, size_t size)
 {
     if (pc < 0) return snprintf(out, size, "(no single message)");
     const nbc_insn *in = &prog_insns(p)[pc];
     return snprintf(out, size, "%s of %llu bytes %s rank %d (pc %d)", prog_opcode_name(in->op), (unsigned long long)in->len,
-                    in->op == OP_SEND ? "to" : "from", in->peer, pc);
+                    in->op == OP_SEND ? "to" : in->op == OP_RECV ? "from" : "with", in->peer, pc);
 }
 
 void failure_describe(struct nbc_req *r)
@@ -33,10 +33,12 @@ void failure_describe(struct nbc_req *r)
     MPI_Error_string(st->err, text, &len);
     MPI_Error_class(st->err, &cls);
     failure_where(r, st->err_round, where, sizeof where);
-    int pc = interp_comm_pc(st->prog, st->err_round, st->err_req);
+    int pc = st->err_errno ? st->err_pc : interp_comm_pc(st->prog, st->err_round, st->err_req);
     failure_insn(st->prog, pc, what, sizeof what);
     int peer = pc >= 0 ? prog_insns(st->prog)[pc].peer : -1;
     char who[48] = "";
     if (peer >= 0) snprintf(who, sizeof who, " with rank %d", peer);
+    if (st->err_errno) /* a copy through the kernel (interp/remote.c): its reason says more */
+        snprintf(text, sizeof text, "the kernel's copy to or from its memory failed: %s", strerror(st->err_errno));
     req_fail(r, st->err, "%s failed%s: %s: %s", where, who, what, text);
 }

@@ -17,15 +17,18 @@
  * Attaching uses the communicator's top tag, which no call's messages use.
  *
  * The agreement, before a program that names the peers' send or receive buffers (PROG_AGREE):
- * a rank publishes its buffers on its line, or declines when they are not in its segment, and
- * then reads every peer's. A rank either declines without reading or reads every line, so all
- * choose alike: the shared program when every rank published, the messages' program otherwise. */
+ * a rank publishes its buffers on its line (as offsets in its segment, or, when they are its
+ * private memory and every rank can reach every other's through the kernel, as addresses in
+ * its process), or declines, and then reads every peer's. A rank either declines without
+ * reading or reads every line, so all choose alike: the shared program when every rank
+ * published, the messages' program otherwise. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "env.h"
@@ -37,6 +40,8 @@
 #define ALIGN 64
 #define MAGIC 0x6e62632d73686d31ull /* "nbc-shm1" */
 #define PUNCH_BYTES (1u << 20)      /* freed spans this large give their pages back */
+#define KERNEL_PIECE (256u << 10)   /* interp/remote.c's pieces: each call into the kernel costs
+                                       microseconds, so not small; three bounce pieces fit in L2 */
 
 typedef struct {
     uint64_t magic, nonce;
@@ -46,13 +51,15 @@ typedef struct {
 typedef struct {          /* one cache line per channel, written by its rank only */
     uint64_t stamp;       /* ticket + 1 once the publication below is written */
     uint64_t declined;    /* this rank runs the messages' program */
-    uint64_t send_off, recv_off, len; /* its buffers, as offsets in its segment */
+    uint64_t send_off, recv_off, len; /* its buffers, as offsets in its segment (or addresses) */
     uint64_t done;        /* ticket + 1 of the last call that ended on this channel */
-    uint64_t pad[2];
+    uint64_t by_kernel;   /* send_off and recv_off are addresses in its process (private memory) */
+    uint64_t pad;
 } pub_line;
 
 typedef struct {          /* what ranks tell each other when a communicator attaches */
     uint64_t nonce, bytes, block_off;
+    uint64_t nonce_at;    /* where the nonce is in its process: a peer reads it through the kernel */
     int32_t pid, fd, ok, pad;
 } hello;
 
@@ -70,14 +77,17 @@ struct shm_map {          /* a peer's segment, mapped here once for all communic
 };
 
 /* Attaching: every rank sends its hello, maps the others' segments, then tells the others
- * whether it could map them all; so all end ATTACHED, or all end OFF. */
+ * whether it could map them all (and reach their memory through the kernel); so all end
+ * ATTACHED, or all end OFF, and all agree on whether private buffers can be shared. */
 enum { HELLO, MAPPED, ATTACHED, SHM_OFF };
+enum { MAPPED_ALL = 1, REACHED_ALL = 2 }; /* a rank's answer */
 
 struct shm_comm {
     int state;
     int taking_part;      /* this rank mapped every peer and has not failed: it may publish */
+    int by_kernel;        /* every rank reaches every other's memory through the kernel */
     hello mine, *hellos;
-    int32_t mapped, *mapped_all; /* this rank's, and every rank's, "I mapped everyone" */
+    int32_t mapped, *mapped_all; /* this rank's, and every rank's, answer: MAPPED_ALL | REACHED_ALL */
     MPI_Request *reqs;
     int nreqs, tag;
     uint64_t stage_last[CHANNELS]; /* seq + 1 of the last call that used each channel's stage */
@@ -215,15 +225,16 @@ int shm_init(void)
 {
     shm_process *s = &nbc_rt.shm;
     char err[300];
-    int on;
+    int on, kernel;
     uint64_t bytes, phys = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
-    if (env_bool("NBC_SHM", 1, &on, err, sizeof err) ||
+    if (env_bool("NBC_SHM", 1, &on, err, sizeof err) || env_bool("NBC_SHM_KERNEL", 1, &kernel, err, sizeof err) ||
         env_uint("NBC_SHM_BYTES", phys > (64u << 20) ? phys : 64u << 20, 1ull << 46, &bytes, err, sizeof err))
         return nbc_fail(MPI_ERR_ARG, "%s", err);
     if (bytes < (1u << 20)) return nbc_fail(MPI_ERR_ARG, "NBC_SHM_BYTES: %llu is less than 1 MiB", (unsigned long long)bytes);
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
     s->enabled = on && (world == 1 || nbc_rt.env.local_ranks == world);
+    s->kernel = kernel;
     if (!s->base) s->bytes = bytes; /* a segment made before a re-initialization keeps its size */
     return MPI_SUCCESS;
 }
@@ -292,7 +303,7 @@ static int attach_start(comm_state *cs, struct nbc_req *r)
         memset(nbc_rt.shm.base + off, 0, CHANNELS * sizeof(pub_line));
         for (int c = 0; c < CHANNELS; c++) memset(nbc_rt.shm.base + off + channel_at(p, c), 0, header_bytes(p));
     }
-    sc->mine = (hello){nbc_rt.shm.nonce, nbc_rt.shm.bytes, off, getpid(), nbc_rt.shm.fd, off != 0, 0};
+    sc->mine = (hello){nbc_rt.shm.nonce, nbc_rt.shm.bytes, off, (uint64_t)(uintptr_t)&nbc_rt.shm.nonce, getpid(), nbc_rt.shm.fd, off != 0, 0};
     sc->state = HELLO;
     /* whichever call gets here first (on another rank another call may), the messages carry
      * the tag kept for them */
@@ -300,10 +311,21 @@ static int attach_start(comm_state *cs, struct nbc_req *r)
     return exchange(sc, cs, r->st.comm, &sc->mine, sc->hellos, sizeof(hello));
 }
 
-/* Maps every peer's segment; whether all could be. */
+/* Whether the kernel lets this process read the peer's memory (process_vm_readv: the same
+ * user, and no security module forbidding it): it reads the peer's nonce where the peer says
+ * it is, which also proves the pid names the peer's process here. */
+static int reach_peer(const hello *h)
+{
+    uint64_t nonce = 0;
+    struct iovec local = {&nonce, sizeof nonce}, remote = {(void *)(uintptr_t)h->nonce_at, sizeof nonce};
+    return process_vm_readv(h->pid, &local, 1, &remote, 1, 0) == (ssize_t)sizeof nonce && nonce == h->nonce;
+}
+
+/* Maps every peer's segment: MAPPED_ALL when all could be, REACHED_ALL when the kernel can
+ * reach all their memory too. */
 static int map_all(comm_state *cs, struct shm_comm *sc)
 {
-    int all = 1;
+    int all = 1, reached = nbc_rt.shm.kernel;
     sc->hellos[cs->rank] = sc->mine;
     for (int q = 0; q < cs->size; q++) {
         const hello *h = &sc->hellos[q];
@@ -315,8 +337,10 @@ static int map_all(comm_state *cs, struct shm_comm *sc)
             continue;
         }
         sc->block[q] = sc->seg[q] + h->block_off;
+        if (q != cs->rank && reached) reached = reach_peer(h);
     }
-    return all;
+    if (reached && !nbc_rt.shm.bounce) nbc_rt.shm.bounce = malloc(3 * KERNEL_PIECE);
+    return all ? MAPPED_ALL | (reached && nbc_rt.shm.bounce ? REACHED_ALL : 0) : 0;
 }
 
 /* What stays the same for every call on a channel: the flags and the stages. */
@@ -329,6 +353,7 @@ static void set_up_channels(struct shm_comm *sc, int p, int me)
             sh->raise[q] = flag_of(sc->block[me], p, c, q);
             sh->seen[q] = flag_of(sc->block[q], p, c, me);
         }
+        sh->bounce = nbc_rt.shm.bounce;
     }
 }
 
@@ -353,8 +378,11 @@ static int attach(comm_state *cs, struct nbc_req *r)
         return attach(cs, r);
     }
     sc->state = ATTACHED;
-    for (int q = 0; q < cs->size; q++)
-        if (!sc->mapped_all[q]) sc->state = SHM_OFF;
+    sc->by_kernel = 1;
+    for (int q = 0; q < cs->size; q++) {
+        if (!(sc->mapped_all[q] & MAPPED_ALL)) sc->state = SHM_OFF;
+        if (!(sc->mapped_all[q] & REACHED_ALL)) sc->by_kernel = 0;
+    }
     sc->taking_part = sc->state == ATTACHED;
     if (sc->state == ATTACHED) set_up_channels(sc, cs->size, cs->rank);
     return 1;
@@ -383,7 +411,7 @@ void shm_comm_free(comm_state *cs)
 
 /* ---- the agreement ---- */
 
-/* why: what made the ranks decline, for NBC_TRACE=2 ("" when they share) */
+/* why: what made the ranks decline, for NBC_TRACE=2 (when they share: "", or how) */
 static int choose(struct nbc_req *r, int shared, const char *why)
 {
     r->shm_chosen = 1;
@@ -404,8 +432,14 @@ static void fill_shared(struct nbc_req *r, struct shm_comm *sc, int c, const pub
 {
     int p = r->cs->size, me = r->cs->rank;
     interp_shared *sh = &sc->chan[c];
+    sh->by_kernel = 0;
     for (int q = 0; q < p; q++) {
-        if (lines && q != me) {
+        if (lines && q != me && lines[q]->by_kernel) { /* addresses in q's process */
+            sh->peer_base[q][SLOT_SEND] = (char *)(uintptr_t)lines[q]->send_off;
+            sh->peer_base[q][SLOT_RECV] = (char *)(uintptr_t)lines[q]->recv_off;
+            sh->by_kernel |= 1ull << q;
+            sh->pid[q] = sc->hellos[q].pid;
+        } else if (lines && q != me) {
             sh->peer_base[q][SLOT_SEND] = sc->seg[q] + lines[q]->send_off;
             sh->peer_base[q][SLOT_RECV] = sc->seg[q] + lines[q]->recv_off;
         } else {
@@ -472,23 +506,31 @@ int shm_agree(struct nbc_req *r)
     uint64_t len = (uint64_t)r->sig.count * (uint64_t)r->sig.esize;
     if (!r->shm_published) {
         pub_line *mine = pub_of(sc->block[me], c);
-        int64_t send_off = segment_offset(r->st.base[SLOT_SEND], len), recv_off = segment_offset(r->st.base[SLOT_RECV], len);
-        int ok = sc->taking_part && send_off >= 0 && recv_off >= 0;
+        char *send = r->st.base[SLOT_SEND], *recv = r->st.base[SLOT_RECV];
+        int64_t send_off = segment_offset(send, len), recv_off = segment_offset(recv, len);
+        /* private memory: the peers copy through the kernel, a piece of whole elements at a time */
+        int by_kernel = (send_off < 0 || recv_off < 0) && sc->by_kernel && (uint64_t)r->sig.esize <= KERNEL_PIECE;
+        int ok = sc->taking_part && ((send_off >= 0 && recv_off >= 0) || by_kernel);
         mine->declined = !ok;
-        mine->send_off = (uint64_t)send_off;
-        mine->recv_off = (uint64_t)recv_off;
+        mine->by_kernel = (uint64_t)by_kernel;
+        mine->send_off = by_kernel ? (uint64_t)(uintptr_t)send : (uint64_t)send_off;
+        mine->recv_off = by_kernel ? (uint64_t)(uintptr_t)recv : (uint64_t)recv_off;
         mine->len = len;
         __atomic_store_n(&mine->stamp, r->seq + 1, __ATOMIC_RELEASE);
         r->shm_published = 1;
-        if (!ok) return choose(r, 0, sc->taking_part ? "this rank's buffers are not from nbc_alloc_mem" : "this rank failed earlier");
+        if (!ok)
+            return choose(r, 0, !sc->taking_part ? "this rank failed earlier"
+                                : sc->by_kernel  ? "its elements are larger than the kernel's pieces"
+                                                 : "this rank's buffers are not from nbc_alloc_mem, and the kernel cannot reach them");
     }
     const pub_line *lines[NBC_SHM_MAX_RANKS];
-    int all = 1;
+    int all = 1, by_kernel = 0;
     for (int q = 0; q < p; q++) {
         if (q == me) continue;
         lines[q] = pub_of(sc->block[q], c);
         if (__atomic_load_n(&lines[q]->stamp, __ATOMIC_ACQUIRE) != r->seq + 1) return 0;
         if (lines[q]->declined || lines[q]->len != len) all = 0; /* different lengths: both sides see it */
+        else if (lines[q]->by_kernel) by_kernel = 1;             /* the kernel checks the addresses */
         else if (len > sc->bytes[q] || lines[q]->send_off > sc->bytes[q] - len || lines[q]->recv_off > sc->bytes[q] - len) {
             req_fail(r, MPI_ERR_INTERN, "rank %d published buffers outside its shared segment", q);
             return -MPI_ERR_INTERN;
@@ -498,7 +540,10 @@ int shm_agree(struct nbc_req *r)
     if (prog->shared_bytes > STAGE_BYTES) return choose(r, 0, "the program's shared scratch is larger than the stage");
     if (prog->shared_bytes && !take_stage(sc, r, c)) return 0;
     fill_shared(r, sc, c, lines);
-    return choose(r, 1, "");
+    if (!by_kernel) return choose(r, 1, "");
+    nbc_rt.shm.kernel_calls++;
+    sc->chan[c].piece = KERNEL_PIECE / (uint64_t)r->sig.esize * (uint64_t)r->sig.esize;
+    return choose(r, 1, ", the private buffers through the kernel");
 }
 
 void shm_end(struct nbc_req *r)

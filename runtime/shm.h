@@ -19,6 +19,7 @@ typedef struct shm_span shm_span;
 typedef struct shm_map shm_map;
 typedef struct {
     int enabled;          /* NBC_SHM, and the launcher says every rank is on this node */
+    int kernel;           /* NBC_SHM_KERNEL: peers' private buffers may be reached through the kernel */
     uint64_t bytes;       /* NBC_SHM_BYTES: the segment's size (address space; pages come when touched) */
     int fd;               /* the segment: a memfd, -1 until first needed */
     char *base;
@@ -26,7 +27,9 @@ typedef struct {
     int failed;           /* could not be made: everything falls back to messages and malloc */
     shm_span *spans;      /* the heap, in address order */
     shm_map *maps;        /* peers' segments mapped here */
+    char *bounce;         /* interp/remote.c's three pieces, for the process's life like the maps */
     uint64_t shared_calls, message_calls; /* how agreements ended (tests read them) */
+    uint64_t kernel_calls; /* of the shared calls, those where some rank's buffers were private */
 } shm_process;
 
 /* Reads NBC_SHM and NBC_SHM_BYTES and decides whether this process can share (nbc_init). */

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "nbc.h"
@@ -118,8 +119,14 @@ static void free_buf(int shared, void *p)
     else free(p);
 }
 
-/* One allreduce per (count, kind, in place), with buffers shared on every rank or (private_rank
- * >= 0) private on that one; checks the result and that the path taken is the one expected. */
+/* private_rank: every rank's buffers private (from malloc) */
+#define ALL_PRIVATE (-2)
+
+/* One allreduce per (count, kind, in place), with buffers shared on every rank (private_rank
+ * -1), private on one (private_rank >= 0) or on all (ALL_PRIVATE); checks the result and that
+ * the path taken is the one expected: shared when every rank's buffers are (count 0 too: a
+ * synchronization), or small enough for the stages (allreduce_shm_small), or when the kernel
+ * reaches the private ones (NBC_SHM_KERNEL, interp/remote.c). */
 static void calls(const char *name, int private_rank, const kind *kinds, int nkinds, MPI_Op noncomm)
 {
     const int64_t counts[] = {0, 1, size - 1, size + 1, 1001, 65536 + 3, (1 << 20) + 5};
@@ -128,21 +135,25 @@ static void calls(const char *name, int private_rank, const kind *kinds, int nki
             for (int inplace = 0; inplace < 2; inplace++) {
                 const kind *k = &kinds[ki];
                 int64_t n = counts[ci];
-                int shared = rank != private_rank;
+                int shared = rank != private_rank && private_rank != ALL_PRIVATE;
                 char *send = alloc_buf(shared, (size_t)n * k->esize), *recv = alloc_buf(shared, (size_t)n * k->esize);
                 fill(k, inplace ? recv : send, n);
-                uint64_t before = nbc_rt.shm.shared_calls;
+                uint64_t before = nbc_rt.shm.shared_calls, kernel_before = nbc_rt.shm.kernel_calls;
                 nbc_request req;
                 int rc = nbc_iallreduce(inplace ? MPI_IN_PLACE : send, recv, (int)n, k->dt, k->op, MPI_COMM_WORLD, &req);
                 if (rc == MPI_SUCCESS) rc = nbc_wait(&req);
                 int64_t at = rc == MPI_SUCCESS ? wrong(k, recv, n, noncomm) : -1;
                 check(rc == MPI_SUCCESS && at < 0, name, "%s count %lld%s: %s at %lld", k->name, (long long)n,
                       inplace ? " in place" : "", rc != MPI_SUCCESS ? nbc_error_message() : "wrong result", (long long)at);
-                /* shared when every rank's buffers are (count 0 too: a synchronization), or
-                 * small enough for the stages (allreduce_shm_small) */
-                int want = size > 1 && (private_rank < 0 || (size_t)n * k->esize <= 65536);
+                int small = (size_t)n * k->esize <= 65536;
+                int want = size > 1 && (private_rank == -1 || small || nbc_rt.shm.kernel);
+                /* this rank reaches another's buffers through the kernel */
+                int by_kernel = size > 1 && !small && nbc_rt.shm.kernel &&
+                                (private_rank == ALL_PRIVATE || (private_rank >= 0 && private_rank != rank));
                 check((nbc_rt.shm.shared_calls > before) == want, name, "%s count %lld%s: %s expected", k->name, (long long)n,
                       inplace ? " in place" : "", want ? "the shared path" : "messages");
+                check((nbc_rt.shm.kernel_calls > kernel_before) == by_kernel, name, "%s count %lld%s: %s expected", k->name,
+                      (long long)n, inplace ? " in place" : "", by_kernel ? "copies through the kernel" : "no copy through the kernel");
                 free_buf(shared, send);
                 free_buf(shared, recv);
             }
@@ -258,6 +269,35 @@ static void withheld(void)
     MPI_Send(&token, 1, MPI_INT, 1, 99, MPI_COMM_WORLD);
 }
 
+/* --withhold, after withheld(), on a communicator of their own: rank 0's receive buffer
+ * refuses writes in rank 1's block (read-only pages), so rank 1's copy of its block through
+ * the kernel fails, and says why; rank 0, whose peer never signals, times out. */
+static void refused_by_kernel(void)
+{
+    enum { COUNT = 1 << 17 }; /* ints: 512 KiB, rank 1's block the second half */
+    const size_t bytes = COUNT * sizeof(int);
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    int *send = malloc(bytes);
+    int *recv = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    for (int i = 0; i < COUNT; i++) send[i] = 1;
+    if (rank == 0) mprotect((char *)recv + bytes / 2, bytes / 2, PROT_READ);
+    nbc_request req;
+    int rc = nbc_iallreduce(send, recv, COUNT, MPI_INT, MPI_SUM, comm, &req);
+    if (rc == MPI_SUCCESS) rc = nbc_wait(&req);
+    const char *msg = nbc_error_message();
+    if (rank == 1)
+        check(rc != MPI_SUCCESS && strstr(msg, "COPY of 262144 bytes with rank 0") && strstr(msg, "the kernel's copy") &&
+                  strstr(msg, "Bad address"),
+              "a copy the kernel refuses fails and says why", "rc %d: %s", rc, msg);
+    else
+        check(rc != MPI_SUCCESS && strstr(msg, "no answer from rank 1"), "the peer of a refused copy times out", "rc %d: %s", rc, msg);
+    MPI_Barrier(MPI_COMM_WORLD);
+    munmap(recv, bytes);
+    free(send);
+    MPI_Comm_free(&comm);
+}
+
 static void on_alarm(int sig)
 {
     (void)sig;
@@ -284,7 +324,8 @@ int main(int argc, char **argv)
     check(nbc_rt.shm.enabled, "sharing is on", "NBC_SHM or the launcher turned it off");
     if (argc > 1 && !strcmp(argv[1], "--withhold")) {
         withheld();
-        for (int i = 1; rank == 0 && i < nchecks; i++)
+        if (nbc_rt.shm.kernel) refused_by_kernel();
+        for (int i = 1; i < nchecks; i++) /* each rank its own */
             printf("%s %s p=%d%s%s\n", failed[i] ? "FAIL" : "ok", names[i], size, failed[i] ? ": " : "", why[i]);
         fflush(stdout);
         nbc_finalize();
@@ -294,6 +335,7 @@ int main(int argc, char **argv)
     calls("shared buffers on every rank", -1, kinds, nkinds, noncomm);
     calls("rank 0's buffers private", 0, kinds, 2, noncomm);
     calls("the last rank's buffers private", size - 1, kinds, 2, noncomm);
+    calls("private buffers on every rank", ALL_PRIVATE, kinds, nkinds, noncomm);
     many_in_flight();
     persistent();
     allocator();

@@ -175,6 +175,8 @@ for p in $4; do
     ASAN_OPTIONS=detect_leaks=0 suite "mpi_shm p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_shm"
 done
 NBC_TIMEOUT=1 ASAN_OPTIONS=detect_leaks=0 suite "mpi_shm withheld" $MPIEXEC -n 2 "$BUILD/tests/mpi_shm" --withhold
+# private buffers above the stages' size go back to messages when the kernel may not copy them
+NBC_SHM_KERNEL=0 ASAN_OPTIONS=detect_leaks=0 suite "mpi_shm, no copies through the kernel, p=3" $MPIEXEC -n 3 "$BUILD/tests/mpi_shm"
 # a communicator remembers its last call's programs (runtime/calls.c): with a cache of one
 # program, or none, every call evicts or frees what the one before used
 for n in 0 1; do
