@@ -50,8 +50,8 @@ typedef struct {
     int err;                  /* MPI error code; MPI_SUCCESS while fine */
     uint32_t err_round;       /* on failure: the round, and which of its messages failed */
     int err_req;              /* (an index into reqs; -1: not one message) */
-    int err_pc;               /* on a failed copy through the kernel: its instruction, else -1 */
-    int err_errno;            /* and the kernel's errno */
+    int err_errno;            /* a copy through the kernel failed: its errno (else 0) */
+    int err_pc;               /* and its instruction */
 } interp_state;
 
 enum { INTERP_WAITING, INTERP_MOVED, INTERP_DONE };

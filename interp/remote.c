@@ -22,9 +22,9 @@ static int is_remote(const interp_shared *sh, unsigned slot, int32_t peer)
 int remote_names(const interp_shared *sh, const nbc_insn *in)
 {
     unsigned ops = prog_operands(in->op);
-    return in->peer >= 0 && (sh->by_kernel >> in->peer & 1) &&
-           ((ops & OPND_A && is_remote(sh, in->a_slot, in->peer)) || (ops & OPND_B && is_remote(sh, in->b_slot, in->peer)) ||
-            (ops & OPND_C && is_remote(sh, in->c_slot, in->peer)));
+    return in->peer >= 0 && ((ops & OPND_A && is_remote(sh, in->a_slot, in->peer)) ||
+                             (ops & OPND_B && is_remote(sh, in->b_slot, in->peer)) ||
+                             (ops & OPND_C && is_remote(sh, in->c_slot, in->peer)));
 }
 
 /* len bytes between here and `there` in process pid, whole or an errno. */
@@ -62,9 +62,9 @@ int remote_run(interp_state *st, const nbc_insn *in)
      * only for commutative ops: the predefined ones, those with kernels). No bounce; each
      * piece is still in cache when it is reduced. */
     int fused = in->op == OP_COMBINE && !remote[0] && remote[1] != remote[2] && (remote[2] || st->kernel);
+    int other = remote[2] ? 1 : 2; /* (fused) the input that is here */
     for (uint64_t done = 0; fused && !err && done < in->len; done += sh->piece) {
         uint64_t n = in->len - done < sh->piece ? in->len - done : sh->piece;
-        int other = remote[2] ? 1 : 2;
         if ((err = kernel_copy(pid, at[0] + done, at[3 - other] + done, n, 0))) break;
         int rc = interp_compute(st, OP_REDUCE, at[0] + done, at[other] + done, NULL, n);
         if (rc != MPI_SUCCESS) return rc;

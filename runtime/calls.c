@@ -255,6 +255,7 @@ void call_launch(struct nbc_req *r)
     r->st.posted = 0;
     r->st.nreqs = 0;
     r->st.err = MPI_SUCCESS;
+    r->st.err_errno = 0; /* a restarted persistent request's last failure is not this start's */
     r->error[0] = '\0';
     if (r->shm_entry && r->any_order) { /* flags and channels follow the calls' order */
         cache_release(nbc_rt.sel.programs, r->shm_entry);

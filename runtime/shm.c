@@ -352,6 +352,7 @@ static void set_up_channels(struct shm_comm *sc, int p, int me)
             sh->peer_base[q][SLOT_SHARED] = sc->block[q] + stage_at(p, c);
             sh->raise[q] = flag_of(sc->block[me], p, c, q);
             sh->seen[q] = flag_of(sc->block[q], p, c, me);
+            sh->pid[q] = sc->hellos[q].pid;
         }
         sh->bounce = nbc_rt.shm.bounce;
     }
@@ -438,7 +439,6 @@ static void fill_shared(struct nbc_req *r, struct shm_comm *sc, int c, const pub
             sh->peer_base[q][SLOT_SEND] = (char *)(uintptr_t)lines[q]->send_off;
             sh->peer_base[q][SLOT_RECV] = (char *)(uintptr_t)lines[q]->recv_off;
             sh->by_kernel |= 1ull << q;
-            sh->pid[q] = sc->hellos[q].pid;
         } else if (lines && q != me) {
             sh->peer_base[q][SLOT_SEND] = sc->seg[q] + lines[q]->send_off;
             sh->peer_base[q][SLOT_RECV] = sc->seg[q] + lines[q]->recv_off;

@@ -29,7 +29,7 @@ typedef struct {
     shm_map *maps;        /* peers' segments mapped here */
     char *bounce;         /* interp/remote.c's three pieces, for the process's life like the maps */
     uint64_t shared_calls, message_calls; /* how agreements ended (tests read them) */
-    uint64_t kernel_calls; /* of the shared calls, those where some rank's buffers were private */
+    uint64_t kernel_calls; /* of the shared calls, those where this rank reached a peer's buffers through the kernel */
 } shm_process;
 
 /* Reads NBC_SHM and NBC_SHM_BYTES and decides whether this process can share (nbc_init). */
