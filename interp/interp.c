@@ -69,6 +69,50 @@ int interp_compute(const interp_state *st, unsigned op, char *a, char *b, char *
     return compute(st, op, a, b, c, len);
 }
 
+/* Whether the COPY at `cp` only copies out what the REDUCE or COMBINE at `in` computed: it reads
+ * exactly in's result, and what it writes is none of in's operands, except each input at the
+ * same positions (a peer's input in place), which a piece reads before its copy overwrites it. */
+static int copies_result(const interp_state *st, const nbc_insn *in, const nbc_insn *cp)
+{
+    if (cp->op != OP_COPY || cp->len != in->len) return 0;
+    if (st->shared && st->shared->by_kernel && remote_names(st->shared, cp)) return 0;
+    const char *a = operand(st, in->a_slot, in->a_off, in->peer), *to = operand(st, cp->a_slot, cp->a_off, cp->peer);
+    if (operand(st, cp->b_slot, cp->b_off, cp->peer) != a) return 0;
+    const char *in_b = operand(st, in->b_slot, in->b_off, in->peer);
+    const char *in_c = in->op == OP_COMBINE ? operand(st, in->c_slot, in->c_off, in->peer) : NULL;
+    const char *touched[3] = {a, in_b, in_c};
+    for (int k = 0; k < 3; k++)
+        if (touched[k] && (k == 0 || touched[k] != to) && to < touched[k] + in->len && touched[k] < to + in->len) return 0;
+    return 1;
+}
+
+/* A REDUCE or COMBINE followed by COPYs of its result (a shared-memory schedule writing each
+ * finished segment into the other ranks' buffers) runs piece by piece, each piece copied out
+ * while it is still in L1 instead of read back from L2 after the whole segment: the same
+ * writes in an order no other rank can tell from the program's (they only look after a flag).
+ * Returns how many of the COPYs after `in` it ran. */
+enum { STRIP_BYTES = 8192 };
+static int compute_and_copy(const interp_state *st, const nbc_insn *in, const nbc_insn *end, int *rc)
+{
+    int ncopies = 0;
+    while (in + 1 + ncopies < end && copies_result(st, in, in + 1 + ncopies)) ncopies++;
+    uint64_t esize = st->prog->esize, piece = STRIP_BYTES / esize * esize;
+    char *a = operand(st, in->a_slot, in->a_off, in->peer), *b = operand(st, in->b_slot, in->b_off, in->peer);
+    char *c = in->op == OP_COMBINE ? operand(st, in->c_slot, in->c_off, in->peer) : NULL;
+    if (ncopies == 0 || piece == 0 || in->len <= piece) {
+        *rc = compute(st, in->op, a, b, c, in->len);
+        for (int j = 1; j <= ncopies && *rc == MPI_SUCCESS; j++)
+            memcpy(operand(st, in[j].a_slot, in[j].a_off, in[j].peer), a, in->len);
+        return ncopies;
+    }
+    for (uint64_t done = 0; done < in->len; done += piece) {
+        uint64_t n = in->len - done < piece ? in->len - done : piece;
+        if ((*rc = compute(st, in->op, a + done, b + done, c ? c + done : NULL, n)) != MPI_SUCCESS) return ncopies;
+        for (int j = 1; j <= ncopies; j++) memcpy(operand(st, in[j].a_slot, in[j].a_off, in[j].peer) + done, a + done, n);
+    }
+    return ncopies;
+}
+
 /* Issues the instructions of the current round. Each computes only the operands it has (a
  * SIGNAL or a WAIT has none) and counts elements only where MPI or a kernel wants them. */
 static int issue_round(interp_state *st)
@@ -92,6 +136,7 @@ static int issue_round(interp_state *st)
         case OP_REDUCE:
         case OP_COMBINE:
             if (st->shared && st->shared->by_kernel && remote_names(st->shared, in)) rc = remote_run(st, in);
+            else if (in->op != OP_COPY) in += compute_and_copy(st, in, end, &rc);
             else rc = compute(st, in->op, operand(st, in->a_slot, in->a_off, in->peer), operand(st, in->b_slot, in->b_off, in->peer),
                               in->op == OP_COMBINE ? operand(st, in->c_slot, in->c_off, in->peer) : NULL, in->len);
             break;
