@@ -23,12 +23,15 @@
  * reading or reads every line, so all choose alike: the shared program when every rank
  * published, the messages' program otherwise. */
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "env.h"
@@ -42,6 +45,8 @@
 #define PUNCH_BYTES (1u << 20)      /* freed spans this large give their pages back */
 #define KERNEL_PIECE (256u << 10)   /* interp/remote.c's pieces: each call into the kernel costs
                                        microseconds, so not small; three bounce pieces fit in L2 */
+#define EXIT_POLL_NS 100000000      /* how often the peers' pidfds are polled: 100 ms, where the
+                                       kernel takes far longer to give an exited pid to another */
 
 typedef struct {
     uint64_t magic, nonce;
@@ -69,13 +74,6 @@ struct shm_span {
     shm_span *next;
 };
 
-struct shm_map {          /* a peer's segment, mapped here once for all communicators */
-    int32_t pid, fd;
-    uint64_t nonce, bytes;
-    char *base;
-    shm_map *next;
-};
-
 /* Attaching: every rank sends its hello, maps the others' segments, then tells the others
  * whether it could map them all (and reach their memory through the kernel); so all end
  * ATTACHED, or all end OFF, and all agree on whether private buffers can be shared. */
@@ -94,6 +92,7 @@ struct shm_comm {
     interp_shared *chan;  /* [CHANNELS]: what the interpreter needs of the call on each channel
                              (one at a time on this rank): flags and stages set up once */
     char **seg, **block;  /* [p]: every rank's segment and block, as mapped here */
+    shm_map **map;        /* [p]: every peer's process (NULL for this rank) */
     uint64_t *bytes;      /* [p]: their segments' sizes */
 };
 
@@ -246,11 +245,11 @@ int shm_eligible(const comm_state *cs, int coll)
 
 /* ---- attaching a communicator ---- */
 
-/* A peer's segment, mapped here (once per process); NULL when it cannot be. */
-static char *map_peer(const hello *h)
+/* A peer's process and segment, mapped here (once per process); NULL when it cannot be. */
+static shm_map *map_peer(const hello *h)
 {
     for (shm_map *m = nbc_rt.shm.maps; m; m = m->next)
-        if (m->pid == h->pid && m->fd == h->fd && m->nonce == h->nonce) return m->base;
+        if (m->pid == h->pid && m->fd == h->fd && m->nonce == h->nonce) return m;
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)h->pid, (int)h->fd);
     int fd = open(path, O_RDWR | O_CLOEXEC);
@@ -266,9 +265,11 @@ static char *map_peer(const hello *h)
         free(m);
         return NULL;
     }
-    *m = (shm_map){h->pid, h->fd, h->nonce, h->bytes, b, nbc_rt.shm.maps};
+    /* opened before reach_peer() proves the pid is still this process: then the pidfd is it */
+    int pidfd = (int)syscall(SYS_pidfd_open, h->pid, 0); /* close-on-exec */
+    *m = (shm_map){h->pid, h->fd, h->nonce, h->bytes, b, pidfd, 0, nbc_rt.shm.maps};
     nbc_rt.shm.maps = m;
-    return b;
+    return m;
 }
 
 /* Posts one exchange with every peer: count bytes from `out`, into `in` + q * count. */
@@ -294,10 +295,11 @@ static int attach_start(comm_state *cs, struct nbc_req *r)
     sc->mapped_all = calloc((size_t)p, sizeof *sc->mapped_all);
     sc->reqs = calloc(2 * (size_t)p, sizeof *sc->reqs);
     sc->seg = calloc((size_t)p, sizeof *sc->seg);
+    sc->map = calloc((size_t)p, sizeof *sc->map);
     sc->block = calloc((size_t)p, sizeof *sc->block);
     sc->bytes = calloc((size_t)p, sizeof *sc->bytes);
     sc->chan = calloc(CHANNELS, sizeof *sc->chan);
-    if (!sc->hellos || !sc->mapped_all || !sc->reqs || !sc->seg || !sc->block || !sc->bytes || !sc->chan) return MPI_ERR_NO_MEM;
+    if (!sc->hellos || !sc->mapped_all || !sc->reqs || !sc->seg || !sc->map || !sc->block || !sc->bytes || !sc->chan) return MPI_ERR_NO_MEM;
     uint64_t off = segment() ? heap_alloc(block_bytes(p)) : 0;
     if (off) { /* the lines and flags start at zero (the scratch needs none) */
         memset(nbc_rt.shm.base + off, 0, CHANNELS * sizeof(pub_line));
@@ -329,7 +331,8 @@ static int map_all(comm_state *cs, struct shm_comm *sc)
     sc->hellos[cs->rank] = sc->mine;
     for (int q = 0; q < cs->size; q++) {
         const hello *h = &sc->hellos[q];
-        sc->seg[q] = !h->ok ? NULL : q == cs->rank ? nbc_rt.shm.base : map_peer(h);
+        sc->map[q] = h->ok && q != cs->rank ? map_peer(h) : NULL;
+        sc->seg[q] = !h->ok ? NULL : q == cs->rank ? nbc_rt.shm.base : sc->map[q] ? sc->map[q]->base : NULL;
         sc->bytes[q] = h->bytes;
         if (!sc->seg[q] || h->block_off + block_bytes(cs->size) > h->bytes) {
             sc->seg[q] = NULL;
@@ -337,7 +340,8 @@ static int map_all(comm_state *cs, struct shm_comm *sc)
             continue;
         }
         sc->block[q] = sc->seg[q] + h->block_off;
-        if (q != cs->rank && reached) reached = reach_peer(h);
+        /* the kernel's copies need the pidfd too: a peer that exited must be seen (peer_exited) */
+        if (q != cs->rank && reached) reached = sc->map[q]->pidfd >= 0 && reach_peer(h);
     }
     if (reached && !nbc_rt.shm.bounce) nbc_rt.shm.bounce = malloc(3 * KERNEL_PIECE);
     return all ? MAPPED_ALL | (reached && nbc_rt.shm.bounce ? REACHED_ALL : 0) : 0;
@@ -403,6 +407,7 @@ void shm_comm_free(comm_state *cs)
     free(sc->mapped_all);
     free(sc->reqs);
     free(sc->seg);
+    free(sc->map);
     free(sc->block);
     free(sc->bytes);
     free(sc->chan);
@@ -464,6 +469,28 @@ static int channel_busy(const struct nbc_req *r)
     return 0;
 }
 
+/* The first peer of the communicator whose process has exited, or -1. A pid is only a number:
+ * once its process has exited the kernel may give it to another, whose memory a copy through
+ * the kernel would then reach. The pidfds are polled at most every EXIT_POLL_NS (a call that
+ * may reach private memory costs microseconds; the kernel gives a pid again only after all
+ * the others, far later). A peer that exits later still answers no flag: its call times out. */
+static int peer_exited(const struct shm_comm *sc, int p)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+    uint64_t now = (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+    if (now - nbc_rt.shm.polled_ns >= EXIT_POLL_NS) {
+        nbc_rt.shm.polled_ns = now;
+        for (shm_map *m = nbc_rt.shm.maps; m; m = m->next) {
+            struct pollfd f = {m->pidfd, POLLIN, 0};
+            if (m->pidfd >= 0 && !m->exited && poll(&f, 1, 0) > 0) m->exited = 1;
+        }
+    }
+    for (int q = 0; q < p; q++)
+        if (sc->map[q] && sc->map[q]->exited) return q;
+    return -1;
+}
+
 /* Whether every rank has ended the last call that used channel c's stage (so none still reads
  * this rank's); then this call is its last user. Which calls use a stage is the same on every
  * rank, so stage_last is too. A peer's `ended` on the channel before, in the line of the flags
@@ -510,7 +537,9 @@ int shm_agree(struct nbc_req *r)
         int64_t send_off = segment_offset(send, len), recv_off = segment_offset(recv, len);
         /* private memory: the peers copy through the kernel, a piece of whole elements at a time */
         int by_kernel = (send_off < 0 || recv_off < 0) && sc->by_kernel && (uint64_t)r->sig.esize <= KERNEL_PIECE;
-        int ok = sc->taking_part && ((send_off >= 0 && recv_off >= 0) || by_kernel);
+        /* a peer's private buffers too are reached through the kernel: none may have exited */
+        int exited = sc->by_kernel ? peer_exited(sc, p) : -1;
+        int ok = sc->taking_part && exited < 0 && ((send_off >= 0 && recv_off >= 0) || by_kernel);
         mine->declined = !ok;
         mine->by_kernel = (uint64_t)by_kernel;
         mine->send_off = by_kernel ? (uint64_t)(uintptr_t)send : (uint64_t)send_off;
@@ -520,6 +549,7 @@ int shm_agree(struct nbc_req *r)
         r->shm_published = 1;
         if (!ok)
             return choose(r, 0, !sc->taking_part ? "this rank failed earlier"
+                                : exited >= 0    ? "a peer's process has exited"
                                 : sc->by_kernel  ? "its elements are larger than the kernel's pieces"
                                                  : "this rank's buffers are not from nbc_alloc_mem, and the kernel cannot reach them");
     }

@@ -17,6 +17,14 @@ struct call;
 /* The process's part of nbc_rt (state.h); shm.c alone writes it. */
 typedef struct shm_span shm_span;
 typedef struct shm_map shm_map;
+struct shm_map {          /* a peer's process and segment, mapped here once for all communicators */
+    int32_t pid, fd;
+    uint64_t nonce, bytes;
+    char *base;
+    int pidfd;            /* this very process (-1: the kernel gives none): readable once it exits */
+    int exited;           /* its pidfd said so */
+    shm_map *next;
+};
 typedef struct {
     int enabled;          /* NBC_SHM, and the launcher says every rank is on this node */
     int kernel;           /* NBC_SHM_KERNEL: peers' private buffers may be reached through the kernel */
@@ -27,6 +35,7 @@ typedef struct {
     int failed;           /* could not be made: everything falls back to messages and malloc */
     shm_span *spans;      /* the heap, in address order */
     shm_map *maps;        /* peers' segments mapped here */
+    uint64_t polled_ns;   /* when their pidfds were last polled (CLOCK_MONOTONIC_COARSE) */
     char *bounce;         /* interp/remote.c's three pieces, for the process's life like the maps */
     uint64_t shared_calls, message_calls; /* how agreements ended (tests read them) */
     uint64_t kernel_calls; /* of the shared calls, those where this rank reached a peer's buffers through the kernel */

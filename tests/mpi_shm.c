@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "nbc.h"
@@ -298,6 +300,51 @@ static void refused_by_kernel(void)
     MPI_Comm_free(&comm);
 }
 
+/* --withhold, last: to rank 0, rank 1's process looks exited (its pidfd swapped for that of
+ * a child that has exited). A pid that exited may name another process, so rank 0 must not
+ * copy through the kernel: it declines, and both ranks run the messages' program, correctly. */
+static void exited_peer(void)
+{
+    enum { COUNT = 1 << 17 }; /* ints, 512 KiB: on malloc buffers, the kernel's path */
+    int peer_pid = 0, me = getpid();
+    MPI_Sendrecv(&me, 1, MPI_INT, 1 - rank, 98, &peer_pid, 1, MPI_INT, 1 - rank, 98, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    shm_map *m = nbc_rt.shm.maps;
+    while (m && m->pid != peer_pid) m = m->next;
+    check(m && m->pidfd >= 0, "a peer's process is known by its pidfd", "no pidfd for pid %d", peer_pid);
+    if (!m || m->pidfd < 0) return;
+    int kept = m->pidfd, dead = -1;
+    if (rank == 0) {
+        pid_t child = fork();
+        if (child == 0) _exit(0);
+        dead = (int)syscall(SYS_pidfd_open, child, 0);
+        waitpid(child, NULL, 0);
+        m->pidfd = dead;
+        nbc_rt.shm.polled_ns = 0; /* poll at the next call */
+    }
+    MPI_Comm comm;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    int *send = malloc(COUNT * sizeof(int)), *recv = malloc(COUNT * sizeof(int));
+    for (int i = 0; i < COUNT; i++) send[i] = i % 1000 + rank;
+    uint64_t kernel = nbc_rt.shm.kernel_calls, messages = nbc_rt.shm.message_calls;
+    nbc_request req;
+    int rc = nbc_iallreduce(send, recv, COUNT, MPI_INT, MPI_SUM, comm, &req);
+    if (rc == MPI_SUCCESS) rc = nbc_wait(&req);
+    int wrong = -1;
+    for (int i = 0; i < COUNT && rc == MPI_SUCCESS && wrong < 0; i++)
+        if (recv[i] != 2 * (i % 1000) + 1) wrong = i;
+    check(rc == MPI_SUCCESS && wrong < 0 && nbc_rt.shm.message_calls == messages + 1 && nbc_rt.shm.kernel_calls == kernel,
+          "a peer whose process exited: messages, not the kernel's copies", "rc %d (%s), element %d wrong, kernel calls %llu -> %llu",
+          rc, rc == MPI_SUCCESS ? "" : nbc_error_message(), wrong, (unsigned long long)kernel, (unsigned long long)nbc_rt.shm.kernel_calls);
+    if (rank == 0) {
+        m->pidfd = kept;
+        m->exited = 0;
+        close(dead);
+    }
+    free(send);
+    free(recv);
+    MPI_Comm_free(&comm);
+}
+
 static void on_alarm(int sig)
 {
     (void)sig;
@@ -325,6 +372,7 @@ int main(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "--withhold")) {
         withheld();
         if (nbc_rt.shm.kernel) refused_by_kernel();
+        if (nbc_rt.shm.kernel) exited_peer();
         for (int i = 1; i < nchecks; i++) /* each rank its own */
             printf("%s %s p=%d%s%s\n", failed[i] ? "FAIL" : "ok", names[i], size, failed[i] ? ": " : "", why[i]);
         fflush(stdout);
