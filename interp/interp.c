@@ -69,20 +69,27 @@ int interp_compute(const interp_state *st, unsigned op, char *a, char *b, char *
     return compute(st, op, a, b, c, len);
 }
 
-/* Whether the COPY at `cp` only copies out what the REDUCE or COMBINE at `in` computed: it reads
- * exactly in's result, and what it writes is none of in's operands, except each input at the
- * same positions (a peer's input in place), which a piece reads before its copy overwrites it. */
-static int copies_result(const interp_state *st, const nbc_insn *in, const nbc_insn *cp)
+/* Whether [x, x + len) and [y, y + len) overlap anywhere but at the same positions. */
+static int shifted_overlap(const char *x, const char *y, uint64_t len)
 {
+    return x != y && x < y + len && y < x + len;
+}
+
+/* Whether in[j], the j-th instruction after the REDUCE or COMBINE `in`, is a COPY that only
+ * copies out what `in` computed: it reads exactly in's result, and writes neither that result
+ * nor in's inputs or the COPYs' before it other than at the same positions (a peer's input in
+ * place), which each piece reads or writes before the next piece's turn. */
+static int copies_result(const interp_state *st, const nbc_insn *in, int j)
+{
+    const nbc_insn *cp = in + j;
     if (cp->op != OP_COPY || cp->len != in->len) return 0;
     if (st->shared && st->shared->by_kernel && remote_names(st->shared, cp)) return 0;
     const char *a = operand(st, in->a_slot, in->a_off, in->peer), *to = operand(st, cp->a_slot, cp->a_off, cp->peer);
-    if (operand(st, cp->b_slot, cp->b_off, cp->peer) != a) return 0;
-    const char *in_b = operand(st, in->b_slot, in->b_off, in->peer);
-    const char *in_c = in->op == OP_COMBINE ? operand(st, in->c_slot, in->c_off, in->peer) : NULL;
-    const char *touched[3] = {a, in_b, in_c};
-    for (int k = 0; k < 3; k++)
-        if (touched[k] && (k == 0 || touched[k] != to) && to < touched[k] + in->len && touched[k] < to + in->len) return 0;
+    if (operand(st, cp->b_slot, cp->b_off, cp->peer) != a || to == a) return 0;
+    if (shifted_overlap(to, a, in->len) || shifted_overlap(to, operand(st, in->b_slot, in->b_off, in->peer), in->len)) return 0;
+    if (in->op == OP_COMBINE && shifted_overlap(to, operand(st, in->c_slot, in->c_off, in->peer), in->len)) return 0;
+    for (int i = 1; i < j; i++)
+        if (shifted_overlap(to, operand(st, in[i].a_slot, in[i].a_off, in[i].peer), in->len)) return 0;
     return 1;
 }
 
@@ -95,7 +102,7 @@ enum { STRIP_BYTES = 8192 };
 static int compute_and_copy(const interp_state *st, const nbc_insn *in, const nbc_insn *end, int *rc)
 {
     int ncopies = 0;
-    while (in + 1 + ncopies < end && copies_result(st, in, in + 1 + ncopies)) ncopies++;
+    while (in + 1 + ncopies < end && copies_result(st, in, 1 + ncopies)) ncopies++;
     uint64_t esize = st->prog->esize, piece = STRIP_BYTES / esize * esize;
     char *a = operand(st, in->a_slot, in->a_off, in->peer), *b = operand(st, in->b_slot, in->b_off, in->peer);
     char *c = in->op == OP_COMBINE ? operand(st, in->c_slot, in->c_off, in->peer) : NULL;

@@ -310,8 +310,10 @@ static void exited_peer(void)
     MPI_Sendrecv(&me, 1, MPI_INT, 1 - rank, 98, &peer_pid, 1, MPI_INT, 1 - rank, 98, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     shm_map *m = nbc_rt.shm.maps;
     while (m && m->pid != peer_pid) m = m->next;
-    check(m && m->pidfd >= 0, "a peer's process is known by its pidfd", "no pidfd for pid %d", peer_pid);
-    if (!m || m->pidfd < 0) return;
+    int known = m && m->pidfd >= 0, both = 0;
+    check(known, "a peer's process is known by its pidfd", "no pidfd for pid %d", peer_pid);
+    MPI_Allreduce(&known, &both, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!both) return;
     int kept = m->pidfd, dead = -1;
     if (rank == 0) {
         pid_t child = fork();

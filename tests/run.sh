@@ -78,6 +78,7 @@ suite "unit_hardening" "$BUILD/tests/unit_hardening"
 # the kernels are compared with MPI_Reduce_local; Open MPI 4.1's AVX reductions saturate
 # 8- and 16-bit sums instead of wrapping, so its plain C ones are the reference there
 OMPI_MCA_op=^avx ASAN_OPTIONS=detect_leaks=0 suite "unit_reduce" $MPIEXEC -n 1 "$BUILD/tests/unit_reduce"
+ASAN_OPTIONS=detect_leaks=0 suite "unit_interp" $MPIEXEC -n 1 "$BUILD/tests/unit_interp"
 
 if true; then
     # golden dumps: the compiled programs reviewed once, kept byte for byte
