@@ -75,19 +75,24 @@ static int shifted_overlap(const char *x, const char *y, uint64_t len)
     return x != y && x < y + len && y < x + len;
 }
 
-/* Whether in[j], the j-th instruction after the REDUCE or COMBINE `in`, is a COPY that only
- * copies out what `in` computed: it reads exactly in's result, and writes neither that result
- * nor in's inputs or the COPYs' before it other than at the same positions (a peer's input in
- * place), which each piece reads or writes before the next piece's turn. */
-static int copies_result(const interp_state *st, const nbc_insn *in, int j)
+/* Whether an instruction names a peer's buffer that only the kernel reaches (interp/remote.c). */
+static inline int through_kernel(const interp_state *st, const nbc_insn *in)
+{
+    return st->shared && st->shared->by_kernel && remote_names(st->shared, in);
+}
+
+/* Whether in[j], the j-th instruction after the REDUCE or COMBINE `in` (result a, inputs b and
+ * c), is a COPY that only copies out what `in` computed: it reads exactly a, and writes neither
+ * a nor b, c or the COPYs' destinations before it other than at the same positions (a peer's
+ * input in place), which each piece reads or writes before the next piece's turn. */
+static int copies_result(const interp_state *st, const nbc_insn *in, int j, const char *a, const char *b, const char *c)
 {
     const nbc_insn *cp = in + j;
-    if (cp->op != OP_COPY || cp->len != in->len) return 0;
-    if (st->shared && st->shared->by_kernel && remote_names(st->shared, cp)) return 0;
-    const char *a = operand(st, in->a_slot, in->a_off, in->peer), *to = operand(st, cp->a_slot, cp->a_off, cp->peer);
-    if (operand(st, cp->b_slot, cp->b_off, cp->peer) != a || to == a) return 0;
-    if (shifted_overlap(to, a, in->len) || shifted_overlap(to, operand(st, in->b_slot, in->b_off, in->peer), in->len)) return 0;
-    if (in->op == OP_COMBINE && shifted_overlap(to, operand(st, in->c_slot, in->c_off, in->peer), in->len)) return 0;
+    if (cp->op != OP_COPY || cp->len != in->len || through_kernel(st, cp)) return 0;
+    const char *to = operand(st, cp->a_slot, cp->a_off, cp->peer);
+    if (operand(st, cp->b_slot, cp->b_off, cp->peer) != a || to == a || shifted_overlap(to, a, in->len) ||
+        shifted_overlap(to, b, in->len) || (c && shifted_overlap(to, c, in->len)))
+        return 0;
     for (int i = 1; i < j; i++)
         if (shifted_overlap(to, operand(st, in[i].a_slot, in[i].a_off, in[i].peer), in->len)) return 0;
     return 1;
@@ -101,11 +106,11 @@ static int copies_result(const interp_state *st, const nbc_insn *in, int j)
 enum { STRIP_BYTES = 8192 };
 static int compute_and_copy(const interp_state *st, const nbc_insn *in, const nbc_insn *end, int *rc)
 {
-    int ncopies = 0;
-    while (in + 1 + ncopies < end && copies_result(st, in, 1 + ncopies)) ncopies++;
-    uint64_t esize = st->prog->esize, piece = STRIP_BYTES / esize * esize;
     char *a = operand(st, in->a_slot, in->a_off, in->peer), *b = operand(st, in->b_slot, in->b_off, in->peer);
     char *c = in->op == OP_COMBINE ? operand(st, in->c_slot, in->c_off, in->peer) : NULL;
+    int ncopies = 0;
+    while (in + 1 + ncopies < end && copies_result(st, in, 1 + ncopies, a, b, c)) ncopies++;
+    uint64_t esize = st->prog->esize, piece = STRIP_BYTES / esize * esize;
     if (ncopies == 0 || piece == 0 || in->len <= piece) {
         *rc = compute(st, in->op, a, b, c, in->len);
         for (int j = 1; j <= ncopies && *rc == MPI_SUCCESS; j++)
@@ -142,10 +147,9 @@ static int issue_round(interp_state *st)
         case OP_COPY:
         case OP_REDUCE:
         case OP_COMBINE:
-            if (st->shared && st->shared->by_kernel && remote_names(st->shared, in)) rc = remote_run(st, in);
+            if (through_kernel(st, in)) rc = remote_run(st, in);
             else if (in->op != OP_COPY) in += compute_and_copy(st, in, end, &rc);
-            else rc = compute(st, in->op, operand(st, in->a_slot, in->a_off, in->peer), operand(st, in->b_slot, in->b_off, in->peer),
-                              in->op == OP_COMBINE ? operand(st, in->c_slot, in->c_off, in->peer) : NULL, in->len);
+            else memcpy(operand(st, in->a_slot, in->a_off, in->peer), operand(st, in->b_slot, in->b_off, in->peer), in->len);
             break;
         case OP_SIGNAL:
             raise_flag(st->shared, in->peer);

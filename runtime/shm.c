@@ -31,7 +31,6 @@
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "env.h"
@@ -469,16 +468,14 @@ static int channel_busy(const struct nbc_req *r)
     return 0;
 }
 
-/* The first peer of the communicator whose process has exited, or -1. A pid is only a number:
+/* Whether a peer of the communicator has exited. A pid is only a number:
  * once its process has exited the kernel may give it to another, whose memory a copy through
  * the kernel would then reach. The pidfds are polled at most every EXIT_POLL_NS (a call that
  * may reach private memory costs microseconds; the kernel gives a pid again only after all
  * the others, far later). A peer that exits later still answers no flag: its call times out. */
 static int peer_exited(const struct shm_comm *sc, int p)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
-    uint64_t now = (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+    long now = now_ns();
     if (now - nbc_rt.shm.polled_ns >= EXIT_POLL_NS) {
         nbc_rt.shm.polled_ns = now;
         for (shm_map *m = nbc_rt.shm.maps; m; m = m->next) {
@@ -487,8 +484,8 @@ static int peer_exited(const struct shm_comm *sc, int p)
         }
     }
     for (int q = 0; q < p; q++)
-        if (sc->map[q] && sc->map[q]->exited) return q;
-    return -1;
+        if (sc->map[q] && sc->map[q]->exited) return 1;
+    return 0;
 }
 
 /* Whether every rank has ended the last call that used channel c's stage (so none still reads
@@ -538,8 +535,8 @@ int shm_agree(struct nbc_req *r)
         /* private memory: the peers copy through the kernel, a piece of whole elements at a time */
         int by_kernel = (send_off < 0 || recv_off < 0) && sc->by_kernel && (uint64_t)r->sig.esize <= KERNEL_PIECE;
         /* a peer's private buffers too are reached through the kernel: none may have exited */
-        int exited = sc->by_kernel ? peer_exited(sc, p) : -1;
-        int ok = sc->taking_part && exited < 0 && ((send_off >= 0 && recv_off >= 0) || by_kernel);
+        int exited = sc->by_kernel && peer_exited(sc, p);
+        int ok = sc->taking_part && !exited && ((send_off >= 0 && recv_off >= 0) || by_kernel);
         mine->declined = !ok;
         mine->by_kernel = (uint64_t)by_kernel;
         mine->send_off = by_kernel ? (uint64_t)(uintptr_t)send : (uint64_t)send_off;
@@ -549,7 +546,7 @@ int shm_agree(struct nbc_req *r)
         r->shm_published = 1;
         if (!ok)
             return choose(r, 0, !sc->taking_part ? "this rank failed earlier"
-                                : exited >= 0    ? "a peer's process has exited"
+                                : exited         ? "a peer's process has exited"
                                 : sc->by_kernel  ? "its elements are larger than the kernel's pieces"
                                                  : "this rank's buffers are not from nbc_alloc_mem, and the kernel cannot reach them");
     }

@@ -35,7 +35,7 @@ typedef struct {
     int failed;           /* could not be made: everything falls back to messages and malloc */
     shm_span *spans;      /* the heap, in address order */
     shm_map *maps;        /* peers' segments mapped here */
-    uint64_t polled_ns;   /* when their pidfds were last polled (CLOCK_MONOTONIC_COARSE) */
+    long polled_ns;       /* when their pidfds were last polled (now_ns) */
     char *bounce;         /* interp/remote.c's three pieces, for the process's life like the maps */
     uint64_t shared_calls, message_calls; /* how agreements ended (tests read them) */
     uint64_t kernel_calls; /* of the shared calls, those where this rank reached a peer's buffers through the kernel */
