@@ -10,9 +10,13 @@ static inline char *operand(const interp_state *st, unsigned slot, uint64_t off,
 }
 
 /* SIGNAL: a release store, so that everything this rank wrote before it is visible to the
- * peer that sees the flag. */
+ * peer that sees the flag; the first also carries the channel's `ended` word. */
 static void raise_flag(interp_shared *sh, int peer)
 {
+    if (sh->ended) {
+        __atomic_store_n(sh->ended, sh->ended_value, __ATOMIC_RELAXED);
+        sh->ended = NULL;
+    }
     __atomic_store_n(sh->raise[peer], sh->stamp + ++sh->raised[peer], __ATOMIC_RELEASE);
 }
 

@@ -31,6 +31,11 @@ typedef struct {
     uint32_t awaited[NBC_SHM_MAX_RANKS];          /* WAITs on each rank issued so far */
     int waiting[NBC_SHM_MAX_RANKS];               /* the ranks the current round still waits on */
     int nwaiting;
+    /* This rank's `ended` word for the channel (runtime/shm.c) and what it is to say: stored
+     * with the call's first SIGNAL, just before the flag in the same cache line, so that the
+     * line goes to a waiting peer once (stored at the call's start, while the peer polled that
+     * line, it made the line travel twice). NULL once stored. */
+    uint64_t *ended, ended_value;
 } interp_shared;
 
 typedef struct {

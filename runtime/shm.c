@@ -455,8 +455,10 @@ static void fill_shared(struct nbc_req *r, struct shm_comm *sc, int c, const pub
     sh->peer_base[me][SLOT_RECV] = r->st.base[SLOT_RECV];
     sh->stamp = (r->seq + 1) << 20; /* above every flag of the calls before on this channel */
     sh->nwaiting = 0;
-    /* published with this call's first flag (a release store after it) */
-    __atomic_store_n(ended_of(sc->block[me], p, c), pub_of(sc->block[me], next_channel(c))->done, __ATOMIC_RELEASE);
+    /* stored with this call's first flag (a program without flags leaves the word older, which
+     * take_stage's peers read as "look at the pub line") */
+    sh->ended = ended_of(sc->block[me], p, c);
+    sh->ended_value = pub_of(sc->block[me], next_channel(c))->done;
 }
 
 /* Whether an earlier call of r's channel that may use shared memory is still active here. */
