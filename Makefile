@@ -225,7 +225,7 @@ test: all $(call DEPS,test-deps)
 # against it (its own build, as make MPI=openmpi). Its own tools are installed on first use;
 # `make test` needs none of them.
 BENCH_PACKAGES := gnuplot-nox valgrind libgloo-dev g++
-BENCH_PROGS := $(BUILD)/bench/bench $(BUILD)/bench/kernels $(BUILD)/bench/cgcall $(BUILD)/bench/gloo
+BENCH_PROGS := $(BUILD)/bench/bench $(BUILD)/bench/kernels $(BUILD)/bench/cgcall $(BUILD)/bench/loop $(BUILD)/bench/gloo
 # with MPICH, the interposition library's column too (bench/interpose.sh)
 BENCH_PROGS += $(if $(filter mpich,$(MPI)),$(BUILD)/bench/interpose_cost $(INTERPOSE))
 BENCH_OPENMPI := $(if $(filter mpich,$(MPI)),bench-openmpi)

@@ -1,0 +1,60 @@
+/* loop: the time of one small nbc_iallreduce + nbc_wait when calls follow each other at once
+ * (doubles, MPI_SUM, automatic selection): for each size, the best of 20 batches of 5,000 calls,
+ * three times. Where bench times batches separated by barriers and checks results, this shows
+ * what each call costs back to back, to a few nanoseconds, which is what A/B runs of a change to
+ * the small calls' path compare (docs/performance.md).
+ *     mpiexec -n 2 ./loop [bytes ...]     (default: 8 32 40 64 128 256) */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "nbc.h"
+
+#define MAX_BYTES 4096
+#define BATCH 5000
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    nbc_init();
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    static double in[MAX_BYTES / 8], out[MAX_BYTES / 8];
+    for (int i = 0; i < MAX_BYTES / 8; i++) in[i] = rank + 1;
+    int defaults[] = {8, 32, 40, 64, 128, 256}, nsizes = argc > 1 ? argc - 1 : 6;
+    for (int s = 0; s < nsizes; s++) {
+        int bytes = argc > 1 ? atoi(argv[s + 1]) : defaults[s];
+        if (bytes < 8 || bytes > MAX_BYTES) {
+            if (rank == 0) fprintf(stderr, "loop: sizes are 8 .. %d bytes\n", MAX_BYTES);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        int n = bytes / 8;
+        nbc_request r;
+        for (int i = 0; i < BATCH; i++) { /* warm up: programs compiled, lines in cache */
+            nbc_iallreduce(in, out, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r);
+            nbc_wait(&r);
+        }
+        if (rank == 0) printf("%5d B:", bytes);
+        for (int rep = 0; rep < 3; rep++) {
+            double best = 1e30;
+            for (int b = 0; b < 20; b++) {
+                double t0 = MPI_Wtime();
+                for (int i = 0; i < BATCH; i++) {
+                    nbc_iallreduce(in, out, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r);
+                    nbc_wait(&r);
+                }
+                double t = (MPI_Wtime() - t0) / BATCH * 1e6;
+                if (t < best) best = t;
+            }
+            if (rank == 0) printf(" %.3f", best);
+        }
+        if (rank == 0) printf(" µs\n");
+        if (out[n - 1] != size * (size + 1) / 2.0) {
+            fprintf(stderr, "loop: rank %d: wrong sum %g\n", rank, out[n - 1]);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+    }
+    nbc_finalize();
+    MPI_Finalize();
+    return 0;
+}
