@@ -132,10 +132,18 @@ static int check(const variant *v, int n)
     return all;
 }
 
-/* The mean time of one call over a batch of `iters`, on this rank. */
+/* The mean time of one call over a batch of `iters`, on this rank. WARM_CALLS calls first,
+ * untimed, so that every batch finds its variant's buffers in cache whichever variant ran
+ * before: from about 1 MiB a batch holds only a few calls, and the first calls after another
+ * variant's (on other buffers) take up to twice as long, at 4 MiB for three calls. Without them
+ * the variants that follow one on other buffers (nbc_auto_shared, shm_prototype,
+ * MPI_Iallreduce) paid for it and the others did not. */
+#define WARM_CALLS 3
 static double batch(const variant *v, int n, int iters)
 {
     force(v);
+    for (int i = 0; i < WARM_CALLS; i++)
+        if (one_call(v, n) != MPI_SUCCESS) die("a call failed");
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     for (int i = 0; i < iters; i++)
