@@ -20,14 +20,14 @@
  * any reduction: the TCP bound the other rows are compared with (docs/performance.md). The MPI launcher gives ranks; Gloo meets through a
  * file store in a fresh directory under --store (default: the C library's temporary directory).
  *
- * The timing method is bench.c's: each variant is checked once against the exact sum, warmed up,
- * then timed in --reps batches, the batches of all variants interleaved; a batch is three untimed
- * calls, an MPI barrier and then as many back-to-back calls as fill about --batch seconds (each
- * variant its own count: Gloo's 8-byte call is a hundred times nbc's); its time per call is the
- * slowest rank's. Rank 0 prints the median and quartiles and the ratio of nbc_auto to each
- * variant. Gloo's classic algorithms reduce in place; nbc is timed both ways (nbc_auto out of
- * place, as bench.c; nbc_auto_inplace like Gloo). In-place buffers are not reset between calls
- * (the sum doubles each call, reaching inf, which costs the same to add). */
+ * The timing method is bench.c's: each variant is checked once against the exact sum, warmed
+ * up, then timed in --reps batches, the batches of all variants interleaved; a batch is an
+ * MPI barrier and then as many back-to-back calls as fill about --batch seconds (each variant
+ * its own count: Gloo's 8-byte call is a hundred times nbc's); its time per call is the slowest
+ * rank's. Rank 0 prints the median and quartiles and the ratio of nbc_auto to each variant.
+ * Gloo's classic algorithms reduce in place; nbc is timed both ways (nbc_auto out of place,
+ * as bench.c; nbc_auto_inplace like Gloo). In-place buffers are not reset between calls (the
+ * sum doubles each call, reaching inf, which costs the same to add). */
 #include <mpi.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -196,12 +196,8 @@ bool check(Variant &v, int n)
     return all;
 }
 
-/* As bench.c's: WARM_CALLS untimed calls first, so that every batch finds its variant's
- * buffers in cache whichever variant ran before. */
-const int WARM_CALLS = 3;
 double batch(Variant &v, int n, int iters)
 {
-    for (int i = 0; i < WARM_CALLS; i++) one_call(v, n);
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     for (int i = 0; i < iters; i++) one_call(v, n);
