@@ -10,11 +10,12 @@ static inline char *operand(const interp_state *st, unsigned slot, uint64_t off,
 }
 
 /* SIGNAL: a release store, so that everything this rank wrote before it is visible to the
- * peer that sees the flag; the first also carries the channel's `ended` word. */
+ * peer that sees the flag. The first also stores the channel's `ended` word, a release store
+ * too: a peer that reads it may then rewrite its stage, which this rank's earlier calls read. */
 static void raise_flag(interp_shared *sh, int peer)
 {
     if (sh->ended) {
-        __atomic_store_n(sh->ended, sh->ended_value, __ATOMIC_RELAXED);
+        __atomic_store_n(sh->ended, sh->ended_value, __ATOMIC_RELEASE);
         sh->ended = NULL;
     }
     __atomic_store_n(sh->raise[peer], sh->stamp + ++sh->raised[peer], __ATOMIC_RELEASE);
