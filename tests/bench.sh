@@ -83,6 +83,17 @@ why=$(awk -F, 'NR > 1 { t[$2, $3] = $4; sizes[$2] = 1; if ($3 == "bound") b[$2] 
 [ -f "$tmp/b.csv" ] && [ -z "$why" ]
 check "shm_prototype and bound rows" $? "$why"
 
+# bench/loop: small calls back to back, their sums checked (it aborts on a wrong one); one
+# line per size, three times each.
+if [ ! -x "$BUILD/bench/loop" ]; then
+    make --no-print-directory BUILD="$BUILD" BINDIR="$BINDIR" "$BUILD/bench/loop" > "$tmp/make" 2>&1
+    check "loop builds" $? "$(tail -n 5 "$tmp/make")"
+fi
+# shellcheck disable=SC2086
+timeout 60 $MPIEXEC -n 2 "$BUILD/bench/loop" 8 64 > "$tmp/loop" 2>&1 &&
+    [ "$(grep -c '^ *[0-9]* B:\( [0-9.]*\)\{3\} µs$' "$tmp/loop")" -eq 2 ]
+check "loop runs ($MPIEXEC -n 2, 8 and 64 B), sums right, a line per size" $? "$(tail -n 5 "$tmp/loop")"
+
 # Gloo side by side (bench/gloo.cc), when Gloo is installed: Gloo's five allreduces, nbc (two
 # ways), MPI's allreduce and the TCP exchange, each result checked. The smoke test does not force TCP on MPI (bench/run.sh does).
 gloo_header="p,bytes,variant,median_us,p25_us,p75_us,min_us,max_us,reps,iters,nbc_over_this,MBps,correct"
