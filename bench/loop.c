@@ -12,6 +12,18 @@
 #define MAX_BYTES 4096
 #define BATCH 5000
 
+/* k calls of n doubles back to back; nonzero when one failed. */
+static int calls(const double *in, double *out, int n, int k)
+{
+    int rc = MPI_SUCCESS;
+    for (int i = 0; i < k; i++) {
+        nbc_request r;
+        int e = nbc_iallreduce(in, out, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r);
+        rc |= e != MPI_SUCCESS ? e : nbc_wait(&r);
+    }
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -29,28 +41,24 @@ int main(int argc, char **argv)
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
         int n = bytes / 8;
-        nbc_request r;
-        for (int i = 0; i < BATCH; i++) { /* warm up: programs compiled, lines in cache */
-            nbc_iallreduce(in, out, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r);
-            nbc_wait(&r);
-        }
+        for (int i = 0; i < n; i++) out[i] = 0;
+        int rc = calls(in, out, n, BATCH); /* warm up: programs compiled, lines in cache */
         if (rank == 0) printf("%5d B:", bytes);
         for (int rep = 0; rep < 3; rep++) {
             double best = 1e30;
             for (int b = 0; b < 20; b++) {
                 double t0 = MPI_Wtime();
-                for (int i = 0; i < BATCH; i++) {
-                    nbc_iallreduce(in, out, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r);
-                    nbc_wait(&r);
-                }
+                rc |= calls(in, out, n, BATCH);
                 double t = (MPI_Wtime() - t0) / BATCH * 1e6;
                 if (t < best) best = t;
             }
             if (rank == 0) printf(" %.3f", best);
         }
         if (rank == 0) printf(" µs\n");
-        if (out[n - 1] != size * (size + 1) / 2.0) {
-            fprintf(stderr, "loop: rank %d: wrong sum %g\n", rank, out[n - 1]);
+        int wrong = 0;
+        for (int i = 0; i < n; i++) wrong += out[i] != size * (size + 1) / 2.0;
+        if (rc != MPI_SUCCESS || wrong) {
+            fprintf(stderr, "loop: rank %d: %s\n", rank, rc != MPI_SUCCESS ? "a call failed" : "wrong sum");
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
     }
