@@ -2,10 +2,12 @@
  * (doubles, MPI_SUM, automatic selection): for each size, the best of 20 batches of 5,000 calls,
  * three times. Where bench times batches separated by barriers and checks results, this shows
  * what each call costs back to back, to a few nanoseconds, which is what A/B runs of a change to
- * the small calls' path compare (docs/performance.md).
- *     mpiexec -n 2 ./loop [bytes ...]     (default: 8 32 40 64 128 256) */
+ * the small calls' path compare (docs/performance.md). With --mpi, the MPI library's own
+ * MPI_Allreduce instead, timed the same way, for the ratio to it.
+ *     mpiexec -n 2 ./loop [--mpi] [bytes ...]     (default: 8 32 40 64 128 256) */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "nbc.h"
 
@@ -13,10 +15,15 @@
 #define BATCH 5000
 
 /* k calls of n doubles back to back; nonzero when one failed. */
+static int mpi;
 static int calls(const double *in, double *out, int n, int k)
 {
     int rc = MPI_SUCCESS;
     for (int i = 0; i < k; i++) {
+        if (mpi) {
+            rc |= MPI_Allreduce(in, out, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+            continue;
+        }
         nbc_request r;
         int e = nbc_iallreduce(in, out, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r);
         rc |= e != MPI_SUCCESS ? e : nbc_wait(&r);
@@ -33,6 +40,8 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     static double in[MAX_BYTES / 8], out[MAX_BYTES / 8];
     for (int i = 0; i < MAX_BYTES / 8; i++) in[i] = rank + 1;
+    mpi = argc > 1 && !strcmp(argv[1], "--mpi");
+    argc -= mpi, argv += mpi;
     int defaults[] = {8, 32, 40, 64, 128, 256}, nsizes = argc > 1 ? argc - 1 : 6;
     for (int s = 0; s < nsizes; s++) {
         int bytes = argc > 1 ? atoi(argv[s + 1]) : defaults[s];

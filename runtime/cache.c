@@ -179,15 +179,20 @@ cache_entry *cache_acquire(cache *c, const cache_key *key)
     return e;
 }
 
-void cache_reacquire(cache *c, cache_entry *e)
+void cache_touch(cache *c, cache_entry *e)
 {
     assert(e->cached);
     c->hits++;
-    e->refs++;
     if (c->lru.head != e) {
         list_unlink(&c->lru, e);
         list_push_front(&c->lru, e);
     }
+}
+
+void cache_reacquire(cache *c, cache_entry *e)
+{
+    cache_touch(c, e);
+    e->refs++;
 }
 
 int cache_entry_cached(const cache_entry *e) { return e->cached; }

@@ -148,14 +148,17 @@ static int same_signature(const call_signature *x, const call_signature *y)
     return x->coll == y->coll && x->root == y->root && x->count == y->count && x->esize == y->esize && x->op == y->op;
 }
 
-static int memo_take(comm_state *cs, const call_signature *sig, int shape, cache_entry **entry, cache_entry **shm)
+static int memo_matches(const comm_state *cs, const call_signature *sig, int shape)
 {
-    if (!cs->last.entry || cs->last.epoch != programs_epoch() || cs->last.flags != shape ||
-        !same_signature(&cs->last.sig, sig))
-        return 0;
+    return cs->last.entry && cs->last.epoch == programs_epoch() && cs->last.flags == shape &&
+           same_signature(&cs->last.sig, sig);
+}
+
+/* The programs of the last call, with references of their own. */
+static void memo_take(comm_state *cs, cache_entry **entry, cache_entry **shm)
+{
     cache_reacquire(nbc_rt.sel.programs, *entry = cs->last.entry);
     if ((*shm = cs->last.shm_entry)) cache_reacquire(nbc_rt.sel.programs, *shm);
-    return 1;
 }
 
 static void memo_keep(comm_state *cs, const call_signature *sig, int shape, cache_entry *entry, cache_entry *shm)
@@ -166,6 +169,37 @@ static void memo_keep(comm_state *cs, const call_signature *sig, int shape, cach
     cs->last.epoch = programs_epoch();
     cs->last.entry = kept ? entry : NULL;
     cs->last.shm_entry = kept ? shm : NULL;
+}
+
+/* The call's own buffers behind the request's slots. */
+static void set_buffers(struct nbc_req *r, const call *c)
+{
+    r->st.base[SLOT_SEND] = (char *)(c->sendbuf == MPI_IN_PLACE ? c->recvbuf : (void *)(uintptr_t)c->sendbuf);
+    r->st.base[SLOT_RECV] = c->recvbuf;
+    for (int i = 1; i < c->nbufs; i++) r->st.base[SLOT_EXTRA + i - 1] = c->bufs[i];
+}
+
+/* The communicator's spare request (request.c), when the memo's programs are its own, taken
+ * for this call: its duplicate, arrays and programs are this call's already. Its signature,
+ * datatype, op and buffers are set, and what stall reports and timeouts count starts again, as
+ * in a new request. NULL when there is none or it holds other programs. */
+static struct nbc_req *reuse_spare(comm_state *cs, const call *c, const call_signature *sig, const reduce_kernels *kernel)
+{
+    struct nbc_req *r = cs->last.spare;
+    if (!r || r->entry != cs->last.entry || r->shm_entry != cs->last.shm_entry) return NULL;
+    req_unpark(cs);
+    cache_touch(nbc_rt.sel.programs, r->entry);
+    if (r->shm_entry) cache_touch(nbc_rt.sel.programs, r->shm_entry);
+    r->starts = r->seen_starts = 0; /* which stall reports compare across ranks */
+    r->reported = 0;
+    r->timeout_mark = 0, r->timeout_since_ns = 0;
+    r->st.prog = cache_entry_program(r->entry);
+    r->st.datatype = c->coll == COLL_BARRIER ? MPI_BYTE : c->datatype;
+    r->st.op = c->op;
+    r->st.kernel = kernel;
+    set_buffers(r, c);
+    r->sig = *sig;
+    return r;
 }
 
 /* What the compiler is told of the call. */
@@ -199,22 +233,28 @@ int call_prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out)
     if ((rc = check_call(c, size, rank, &esize, &kernel, &commutative))) return rc;
 
     if (!cs && (rc = comm_state_of(c->comm, &cs))) return rc;
-    int inplace = c->sendbuf == MPI_IN_PLACE, shape = shape_of(c, commutative);
+    int shape = shape_of(c, commutative);
     call_signature sig = {.coll = c->coll, .count = c->coll == COLL_BARRIER ? 0 : c->count, .esize = esize,
                           .root = c->root, .op = c->op};
     cache_entry *entry, *shm_entry = NULL;
+    struct nbc_req *r;
     if (chunk_bytes > 0 && c->coll == COLL_ALLREDUCE && commutative && c->count >= size && size > 1 &&
         (int64_t)c->count * esize > chunk_bytes) {
         char spec[64];
         snprintf(spec, sizeof spec, "allreduce_segmented_ring:segsize=%lld", (long long)chunk_bytes);
         compile_args args = args_of(c, &sig, size, rank, commutative);
         if ((rc = programs_for_call(c->coll, &args, spec, &entry))) return rc;
-    } else if (!memo_take(cs, &sig, shape, &entry, &shm_entry)) {
+    } else if (!memo_matches(cs, &sig, shape)) {
         compile_args args = args_of(c, &sig, size, rank, commutative);
         if (shm_eligible(cs, c->coll)) rc = shared_programs(c->coll, &args, &entry, &shm_entry);
         else rc = programs_for_call(c->coll, &args, NULL, &entry);
         if (rc) return rc;
         memo_keep(cs, &sig, shape, entry, shm_entry);
+    } else if (nbc_rt.env.trace <= 1 && (r = reuse_spare(cs, c, &sig, kernel))) {
+        *out = r;
+        return MPI_SUCCESS;
+    } else {
+        memo_take(cs, &entry, &shm_entry);
     }
     const nbc_program *prog = cache_entry_program(entry), *shm_prog = shm_entry ? cache_entry_program(shm_entry) : NULL;
     if (nbc_rt.env.trace > 1) {
@@ -222,9 +262,9 @@ int call_prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out)
         trace_call(c->fn, &args, shm_prog ? shm_prog : prog);
     }
 
-    struct nbc_req *r = shm_prog ? req_get(prog->scratch > shm_prog->scratch ? prog->scratch : shm_prog->scratch,
-                                           (int)(prog->max_round_comms > shm_prog->max_round_comms ? prog->max_round_comms : shm_prog->max_round_comms))
-                                 : req_get(prog->scratch, (int)prog->max_round_comms);
+    r = shm_prog ? req_get(prog->scratch > shm_prog->scratch ? prog->scratch : shm_prog->scratch,
+                           (int)(prog->max_round_comms > shm_prog->max_round_comms ? prog->max_round_comms : shm_prog->max_round_comms))
+                 : req_get(prog->scratch, (int)prog->max_round_comms);
     if (!r) {
         cache_release(nbc_rt.sel.programs, entry);
         if (shm_entry) cache_release(nbc_rt.sel.programs, shm_entry);
@@ -238,10 +278,8 @@ int call_prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out)
                            .datatype = c->coll == COLL_BARRIER ? MPI_BYTE : c->datatype,
                            .op = c->op, .kernel = kernel, .reqs = r->reqs,
                            .statuses = r->statuses};
-    r->st.base[SLOT_SEND] = (char *)(inplace ? c->recvbuf : (void *)(uintptr_t)c->sendbuf);
-    r->st.base[SLOT_RECV] = c->recvbuf;
     r->st.base[SLOT_SCRATCH] = r->scratch;
-    for (int i = 1; i < c->nbufs; i++) r->st.base[SLOT_EXTRA + i - 1] = c->bufs[i];
+    set_buffers(r, c);
     r->sig = sig;
     *out = r;
     return MPI_SUCCESS;

@@ -43,6 +43,7 @@ static int delete_state(MPI_Comm comm, int key, void *attr, void *extra)
      * testing this state's pending duplications at this very moment. */
     int took = thread_enter_callback();
     if (cs == nbc_rt.comms.last_state) nbc_rt.comms.last_comm = MPI_COMM_NULL, nbc_rt.comms.last_state = NULL;
+    req_drop_spare(cs); /* while the communicator is still the application's: it only drops a reference */
     cs->user = MPI_COMM_NULL;
 #ifdef OPEN_MPI
     /* Open MPI 4.1's MPI_Comm_idup still reads its parent after MPI_Comm_free has released it

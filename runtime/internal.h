@@ -49,6 +49,7 @@ struct comm_state {
         int flags;        /* in place, commutative, nbufs */
         uint64_t epoch;   /* programs_epoch() when they were looked up */
         cache_entry *entry, *shm_entry; /* not held: valid while the epoch is */
+        struct nbc_req *spare; /* a request that ran them, kept for the next call (request.c) */
     } last;
     comm_state *prev, *next;
 };
@@ -108,7 +109,11 @@ struct nbc_req {
     struct nbc_req *cs_next;           /* in cs->persistent */
 };
 struct nbc_req *req_get(size_t scratch, int nreqs);
-void req_release(struct nbc_req *r);   /* back to the pool, its program released */
+/* Back to the pool, its program released; or, one that ran its communicator's last programs,
+ * kept there as the communicator's spare. */
+void req_release(struct nbc_req *r);
+struct nbc_req *req_unpark(comm_state *cs); /* takes its spare, back into the live list */
+void req_drop_spare(comm_state *cs);   /* releases it (before the communicator goes) */
 void req_start(struct nbc_req *r);     /* first step, then into the active list */
 int req_progress_all(int *moved);      /* completed count, or < 0 for an MPI error */
 int req_active_count(void);

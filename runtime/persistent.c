@@ -93,6 +93,7 @@ int persistent_init(const call *c, MPI_Info info, nbc_request *request)
     }
     r->persistent = 1;
     r->any_order = o.any_order;
+    if (o.any_order) r->st.comm = MPI_COMM_NULL; /* its own duplicate, not the one a spare comes with */
     r->priority = r->next_priority = o.priority;
     memcpy(r->name, o.name, sizeof r->name);
     r->id = o.any_order ? r->cs->any_ids++ : 0;

@@ -140,14 +140,10 @@ static void release_programs(struct nbc_req *r)
     r->entry = r->shm_entry = NULL;
 }
 
-void req_release(struct nbc_req *r)
+static void release_now(struct nbc_req *r)
 {
-    if (r->orphan) {
-        destroy(r);
-        return;
-    }
     if (r->state == REQ_ACTIVE) unlink_active(r);
-    live_remove(r);
+    if (r->live_prev || nbc_rt.reqs.live == r) live_remove(r);
     check_free(r);
     stall_forget(r);
     release_programs(r);
@@ -160,6 +156,53 @@ void req_release(struct nbc_req *r)
     }
     push(&nbc_rt.reqs.pool, r);
     nbc_rt.reqs.pooled++;
+}
+
+/* The spare. A one-shot request that ran its communicator's last programs (calls.c's memo)
+ * and succeeded is kept on the communicator, still holding those programs and the
+ * communicator, with its duplicate set: a call like the last one takes it back and only sets
+ * its buffers (req_unpark), instead of a request from the pool, references taken and let go
+ * again, and the interpreter's state built anew. One per communicator; the application does
+ * not hold it, so it is not in the live list. */
+static int parkable(const struct nbc_req *r)
+{
+    return !r->persistent && !r->any_order && !r->free_when_done && r->state == REQ_DONE && r->st.err == MPI_SUCCESS &&
+           r->cs && r->cs->user != MPI_COMM_NULL && r->st.comm != MPI_COMM_NULL && r->entry == r->cs->last.entry &&
+           r->shm_entry == r->cs->last.shm_entry;
+}
+
+void req_release(struct nbc_req *r)
+{
+    if (r->orphan) {
+        destroy(r);
+        return;
+    }
+    if (!parkable(r)) {
+        release_now(r);
+        return;
+    }
+    live_remove(r);
+    check_free(r);
+    stall_forget(r);
+    shm_end(r);
+    r->state = REQ_INACTIVE;
+    if (r->cs->last.spare) release_now(r->cs->last.spare);
+    r->cs->last.spare = r;
+}
+
+struct nbc_req *req_unpark(comm_state *cs)
+{
+    struct nbc_req *r = cs->last.spare;
+    cs->last.spare = NULL;
+    live_add(r);
+    return r;
+}
+
+void req_drop_spare(comm_state *cs)
+{
+    if (!cs->last.spare) return;
+    release_now(cs->last.spare);
+    cs->last.spare = NULL;
 }
 
 void req_fail(struct nbc_req *r, int err, const char *fmt, ...)
@@ -274,6 +317,7 @@ int req_progress_all(int *moved)
  * MPI_Finalize, which the application reached without completing them) fail. */
 void req_finalize(void)
 {
+    for (comm_state *cs = comm_first(); cs; cs = cs->next) req_drop_spare(cs);
     while (nbc_rt.reqs.pool) {
         struct nbc_req *r = nbc_rt.reqs.pool;
         unlink_from(&nbc_rt.reqs.pool, r);

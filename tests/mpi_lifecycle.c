@@ -1,7 +1,8 @@
 /* The library's life as MPI defines it for its own objects: nbc_finalize with requests still
  * active, requests held across nbc_finalize, a communicator freed while a collective on it is
- * in flight, the library used on MPI_COMM_SELF, initialized again after finalize, and calls
- * from a second thread when MPI was not initialized for threads.
+ * in flight, a request kept for the next call like it, the library used on MPI_COMM_SELF,
+ * initialized again after finalize, and calls from a second thread when MPI was not
+ * initialized for threads.
  * Run as `mpiexec -n P ./mpi_lifecycle` (P >= 1). Prints ok/FAIL lines from rank 0. */
 #include <pthread.h>
 #include <signal.h>
@@ -124,6 +125,60 @@ static void comm_freed_in_flight(void)
     check(ok, "MPI_Comm_free with a collective in flight: it completes with the right result", "%s", nbc_error_message());
 }
 
+/* A one-shot request that completed stays on its communicator, still holding its programs, and
+ * the next call like it takes it back (the spare, runtime/request.c). Each call must still get
+ * its own buffers and result: the same call on other buffers, in place, on a communicator freed
+ * and made again (MPI may hand out its handle again), and persistent requests made right after,
+ * one of them with the spare, started in opposite orders on odd and even ranks. */
+static void spare_request(void)
+{
+    enum { N = 40 };
+    int64_t a[N], b[N], out[N], pout[2][N];
+    int ok = 1;
+    char what[200] = "";
+    for (int round = 0; round < 6 && ok; round++) {
+        MPI_Comm c;
+        MPI_Comm_dup(MPI_COMM_WORLD, &c);
+        for (int k = 0; k < 5 && ok; k++) {
+            int64_t *in = k % 2 ? b : a;
+            int base = round * 10 + k, inplace = k == 3;
+            fill(in, N, base);
+            memset(out, 0, sizeof out);
+            if (inplace) memcpy(out, in, sizeof out);
+            nbc_request r;
+            int rc = nbc_iallreduce(inplace ? MPI_IN_PLACE : in, out, N, MPI_INT64_T, MPI_SUM, c, &r);
+            if (rc == MPI_SUCCESS) rc = nbc_wait(&r);
+            ok = rc == MPI_SUCCESS && sum_ok(out, N, base);
+            if (!ok) snprintf(what, sizeof what, "round %d call %d: rc %d %s", round, k, rc, nbc_error_message());
+        }
+        if (ok && round % 2 == 1) {
+            MPI_Info info;
+            MPI_Info_create(&info);
+            if (round == 3) MPI_Info_set(info, "nbc_start_order", "any");
+            nbc_request p[2];
+            fill(a, N, 7);
+            fill(b, N, 8);
+            int rc = nbc_allreduce_init(a, pout[0], N, MPI_INT64_T, MPI_SUM, c, info, &p[0]);
+            if (rc == MPI_SUCCESS) rc = nbc_allreduce_init(b, pout[1], N, MPI_INT64_T, MPI_SUM, c, info, &p[1]);
+            MPI_Info_free(&info);
+            for (int start = 0; start < 3 && rc == MPI_SUCCESS; start++) {
+                memset(pout, 0, sizeof pout);
+                int first = round == 3 ? rank % 2 : 0;
+                rc = nbc_start(&p[first]);
+                if (rc == MPI_SUCCESS) rc = nbc_start(&p[1 - first]);
+                if (rc == MPI_SUCCESS) rc = nbc_waitall(2, p);
+            }
+            ok = rc == MPI_SUCCESS && sum_ok(pout[0], N, 7) && sum_ok(pout[1], N, 8);
+            if (!ok) snprintf(what, sizeof what, "round %d, persistent: rc %d %s", round, rc, nbc_error_message());
+            nbc_request_free(&p[0]);
+            nbc_request_free(&p[1]);
+        }
+        MPI_Comm_free(&c);
+    }
+    check(ok, "calls like the last one (the spare request): other buffers, in place, a communicator made again, "
+          "persistent requests after", "%s", what);
+}
+
 static void on_comm_self(void)
 {
     int64_t in[4] = {1, 2, 3, 4}, out[4];
@@ -184,6 +239,7 @@ int main(int argc, char **argv)
     requests_across_finalize();
     initialized_again();
     comm_freed_in_flight();
+    spare_request();
     second_thread_refused();
     on_comm_self();
     int mine[MAX_CHECKS], any[MAX_CHECKS];
