@@ -181,16 +181,18 @@ cache_entry *cache_acquire(cache *c, const cache_key *key)
 
 void cache_touch(cache *c, cache_entry *e)
 {
-    assert(e->cached);
-    c->hits++;
-    if (c->lru.head != e) {
+    if (e->cached && c->lru.head != e) {
         list_unlink(&c->lru, e);
         list_push_front(&c->lru, e);
     }
 }
 
+void cache_hit(cache *c) { c->hits++; }
+
 void cache_reacquire(cache *c, cache_entry *e)
 {
+    assert(e->cached);
+    c->hits++;
     cache_touch(c, e);
     e->refs++;
 }

@@ -38,9 +38,12 @@ cache_entry *cache_insert(cache *c, const cache_key *key, nbc_program *prog);
 void cache_release(cache *c, cache_entry *e);
 /* Acquires again an entry known to be still cached (a hit, as cache_acquire's). */
 void cache_reacquire(cache *c, cache_entry *e);
-/* A use of an entry already held and still cached (a request kept with its programs): a hit,
- * and the entry the most recently used, as if looked up again. */
+/* The entry, if still cached, becomes the most recently used. */
 void cache_touch(cache *c, cache_entry *e);
+/* A use of an entry the caller has held since an earlier use (a request kept with its programs,
+ * runtime/request.c) counts as a hit; the holder touches it when it lets it go, which keeps
+ * the calls that reuse it away from the LRU list. */
+void cache_hit(cache *c);
 int cache_entry_cached(const cache_entry *e); /* in the table (not detached) */
 const nbc_program *cache_entry_program(const cache_entry *e);
 

@@ -188,8 +188,8 @@ static struct nbc_req *reuse_spare(comm_state *cs, const call *c, const call_sig
     struct nbc_req *r = cs->last.spare;
     if (!r || r->entry != cs->last.entry || r->shm_entry != cs->last.shm_entry) return NULL;
     req_unpark(cs);
-    cache_touch(nbc_rt.sel.programs, r->entry);
-    if (r->shm_entry) cache_touch(nbc_rt.sel.programs, r->shm_entry);
+    cache_hit(nbc_rt.sel.programs);
+    if (r->shm_entry) cache_hit(nbc_rt.sel.programs);
     r->starts = r->seen_starts = 0; /* which stall reports compare across ranks */
     r->reported = 0;
     r->timeout_mark = 0, r->timeout_since_ns = 0;

@@ -171,6 +171,14 @@ static int parkable(const struct nbc_req *r)
            r->shm_entry == r->cs->last.shm_entry;
 }
 
+/* A spare let go: its programs were in use until now. */
+static void release_spare(struct nbc_req *r)
+{
+    if (r->entry) cache_touch(nbc_rt.sel.programs, r->entry);
+    if (r->shm_entry) cache_touch(nbc_rt.sel.programs, r->shm_entry);
+    release_now(r);
+}
+
 void req_release(struct nbc_req *r)
 {
     if (r->orphan) {
@@ -186,7 +194,7 @@ void req_release(struct nbc_req *r)
     stall_forget(r);
     shm_end(r);
     r->state = REQ_INACTIVE;
-    if (r->cs->last.spare) release_now(r->cs->last.spare);
+    if (r->cs->last.spare) release_spare(r->cs->last.spare);
     r->cs->last.spare = r;
 }
 
@@ -201,7 +209,7 @@ struct nbc_req *req_unpark(comm_state *cs)
 void req_drop_spare(comm_state *cs)
 {
     if (!cs->last.spare) return;
-    release_now(cs->last.spare);
+    release_spare(cs->last.spare);
     cs->last.spare = NULL;
 }
 
