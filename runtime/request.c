@@ -1,7 +1,9 @@
 /* Requests: a pool of released requests keeps its scratch and MPI request arrays, so that in
- * steady state starting a collective allocates nothing. Started requests sit in the active
- * list, highest priority first, until they complete; nbc_progress walks that list. Every
- * request the application holds is also in the live list, so that finalize can find them.
+ * steady state starting a collective allocates nothing; a one-shot request that ran its
+ * communicator's last programs stays on the communicator instead (the spare, below), for the
+ * next call like it. Started requests sit in the active list, highest priority first, until
+ * they complete; nbc_progress walks that list. Every request the application holds is also in
+ * the live list, so that finalize can find them.
  *
  * Priorities. A request may issue its next round only while no request of higher priority
  * has moved (issued or finished a round) within the last NBC_PREEMPT_US microseconds. So a
