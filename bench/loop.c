@@ -14,8 +14,9 @@
 #define MAX_BYTES 4096
 #define BATCH 5000
 
+static int mpi; /* --mpi: the MPI's own MPI_Allreduce instead of nbc */
+
 /* k calls of n doubles back to back; nonzero when one failed. */
-static int mpi;
 static int calls(const double *in, double *out, int n, int k)
 {
     int rc = MPI_SUCCESS;

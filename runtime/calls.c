@@ -171,9 +171,13 @@ static void memo_keep(comm_state *cs, const call_signature *sig, int shape, cach
     cs->last.shm_entry = kept ? shm : NULL;
 }
 
-/* The call's own buffers behind the request's slots. */
-static void set_buffers(struct nbc_req *r, const call *c)
+/* What the interpreter takes from the call itself: datatype, op, kernel and the buffers behind
+ * the slots. */
+static void set_call(struct nbc_req *r, const call *c, const reduce_kernels *kernel)
 {
+    r->st.datatype = c->coll == COLL_BARRIER ? MPI_BYTE : c->datatype;
+    r->st.op = c->op;
+    r->st.kernel = kernel;
     r->st.base[SLOT_SEND] = (char *)(c->sendbuf == MPI_IN_PLACE ? c->recvbuf : (void *)(uintptr_t)c->sendbuf);
     r->st.base[SLOT_RECV] = c->recvbuf;
     for (int i = 1; i < c->nbufs; i++) r->st.base[SLOT_EXTRA + i - 1] = c->bufs[i];
@@ -193,11 +197,8 @@ static struct nbc_req *reuse_spare(comm_state *cs, const call *c, const call_sig
     r->starts = r->seen_starts = 0; /* which stall reports compare across ranks */
     r->reported = 0;
     r->timeout_mark = 0, r->timeout_since_ns = 0;
-    r->st.prog = cache_entry_program(r->entry);
-    r->st.datatype = c->coll == COLL_BARRIER ? MPI_BYTE : c->datatype;
-    r->st.op = c->op;
-    r->st.kernel = kernel;
-    set_buffers(r, c);
+    r->st.prog = cache_entry_program(r->entry); /* the shared one after a shared run */
+    set_call(r, c, kernel);
     r->sig = *sig;
     return r;
 }
@@ -274,12 +275,9 @@ int call_prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out)
     r->shm_entry = shm_entry;
     r->cs = cs;
     comm_hold(cs);
-    r->st = (interp_state){.prog = prog, .comm = MPI_COMM_NULL,
-                           .datatype = c->coll == COLL_BARRIER ? MPI_BYTE : c->datatype,
-                           .op = c->op, .kernel = kernel, .reqs = r->reqs,
-                           .statuses = r->statuses};
+    r->st = (interp_state){.prog = prog, .comm = MPI_COMM_NULL, .reqs = r->reqs, .statuses = r->statuses};
     r->st.base[SLOT_SCRATCH] = r->scratch;
-    set_buffers(r, c);
+    set_call(r, c, kernel);
     r->sig = sig;
     *out = r;
     return MPI_SUCCESS;

@@ -84,7 +84,6 @@ struct nbc_req {
     int persistent;         /* made by an _init call: survives completion */
     int any_order;          /* tagged by its identity on cs->any, not by a sequence number */
     int orphan;             /* held by the application across nbc_finalize: only reported or freed */
-    int free_when_done;     /* released as soon as it completes (abandoned at shutdown) */
     int priority, next_priority;
     uint32_t id;            /* any-order: its tag; persistent: its index among cs's requests */
     uint64_t starts;        /* how often it was started */

@@ -118,7 +118,7 @@ struct nbc_req *req_get(size_t scratch, int nreqs)
     r->state = REQ_INACTIVE;
     r->entry = NULL;
     r->cs = NULL;
-    r->persistent = r->any_order = r->free_when_done = r->orphan = 0;
+    r->persistent = r->any_order = r->orphan = 0;
     r->priority = r->next_priority = 0;
     r->starts = r->seen_starts = 0;
     r->reported = 0;
@@ -136,18 +136,25 @@ oom:
 
 static void release_programs(struct nbc_req *r)
 {
-    shm_end(r);
     if (r->entry) cache_release(nbc_rt.sel.programs, r->entry);
     if (r->shm_entry) cache_release(nbc_rt.sel.programs, r->shm_entry);
     r->entry = r->shm_entry = NULL;
 }
 
-static void release_now(struct nbc_req *r)
+/* What a request lets go once the application is done with it, whether it goes back to the
+ * pool or stays as its communicator's spare (which is not in the live list). */
+static void let_go(struct nbc_req *r)
 {
     if (r->state == REQ_ACTIVE) unlink_active(r);
     if (r->live_prev || nbc_rt.reqs.live == r) live_remove(r);
     check_free(r);
     stall_forget(r);
+    shm_end(r);
+}
+
+static void release_now(struct nbc_req *r)
+{
+    let_go(r);
     release_programs(r);
     if (r->cs && r->any_order) comm_remove_any(r->cs, r);
     if (r->cs) comm_drop(r->cs);
@@ -168,17 +175,9 @@ static void release_now(struct nbc_req *r)
  * not hold it, so it is not in the live list. */
 static int parkable(const struct nbc_req *r)
 {
-    return !r->persistent && !r->any_order && !r->free_when_done && r->state == REQ_DONE && r->st.err == MPI_SUCCESS &&
+    return !r->persistent && !r->any_order && r->state == REQ_DONE && r->st.err == MPI_SUCCESS &&
            r->cs && r->cs->user != MPI_COMM_NULL && r->st.comm != MPI_COMM_NULL && r->entry == r->cs->last.entry &&
            r->shm_entry == r->cs->last.shm_entry;
-}
-
-/* A spare let go: its programs were in use until now. */
-static void release_spare(struct nbc_req *r)
-{
-    if (r->entry) cache_touch(nbc_rt.sel.programs, r->entry);
-    if (r->shm_entry) cache_touch(nbc_rt.sel.programs, r->shm_entry);
-    release_now(r);
 }
 
 void req_release(struct nbc_req *r)
@@ -191,12 +190,9 @@ void req_release(struct nbc_req *r)
         release_now(r);
         return;
     }
-    live_remove(r);
-    check_free(r);
-    stall_forget(r);
-    shm_end(r);
+    let_go(r);
     r->state = REQ_INACTIVE;
-    if (r->cs->last.spare) release_spare(r->cs->last.spare);
+    req_drop_spare(r->cs);
     r->cs->last.spare = r;
 }
 
@@ -208,11 +204,15 @@ struct nbc_req *req_unpark(comm_state *cs)
     return r;
 }
 
+/* Its programs were in use until now: they become the cache's most recent. */
 void req_drop_spare(comm_state *cs)
 {
-    if (!cs->last.spare) return;
-    release_spare(cs->last.spare);
+    struct nbc_req *r = cs->last.spare;
+    if (!r) return;
     cs->last.spare = NULL;
+    cache_touch(nbc_rt.sel.programs, r->entry);
+    if (r->shm_entry) cache_touch(nbc_rt.sel.programs, r->shm_entry);
+    release_now(r);
 }
 
 void req_fail(struct nbc_req *r, int err, const char *fmt, ...)
@@ -312,7 +312,6 @@ int req_progress_all(int *moved)
             unlink_active(r);
             r->state = REQ_DONE;
             completed++;
-            if (r->free_when_done) req_release(r);
         } else if (mixed && !moving_above && now - r->last_moved_ns < nbc_rt.env.preempt_ns) {
             moving_above = 1;
             moving_priority = r->priority;
@@ -344,6 +343,7 @@ void req_finalize(void)
         }
         check_free(r);
         stall_forget(r);
+        shm_end(r);
         release_programs(r);
         if (r->cs && r->any_order) comm_remove_any(r->cs, r);
         if (r->cs) comm_drop(r->cs);

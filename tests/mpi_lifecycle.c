@@ -170,8 +170,11 @@ static void spare_request(void)
             }
             ok = rc == MPI_SUCCESS && sum_ok(pout[0], N, 7) && sum_ok(pout[1], N, 8);
             if (!ok) snprintf(what, sizeof what, "round %d, persistent: rc %d %s", round, rc, nbc_error_message());
-            nbc_request_free(&p[0]);
-            nbc_request_free(&p[1]);
+            int rc0 = nbc_request_free(&p[0]), rc1 = nbc_request_free(&p[1]);
+            if (ok && (rc0 != MPI_SUCCESS || rc1 != MPI_SUCCESS)) {
+                ok = 0;
+                snprintf(what, sizeof what, "round %d, nbc_request_free: rc %d %d", round, rc0, rc1);
+            }
         }
         MPI_Comm_free(&c);
     }
