@@ -187,7 +187,7 @@ void cache_touch(cache *c, cache_entry *e)
     }
 }
 
-void cache_hit(cache *c) { c->hits++; }
+void cache_hits(cache *c, int n) { c->hits += (uint64_t)n; }
 
 void cache_reacquire(cache *c, cache_entry *e)
 {

@@ -40,10 +40,10 @@ void cache_release(cache *c, cache_entry *e);
 void cache_reacquire(cache *c, cache_entry *e);
 /* The entry, if still cached, becomes the most recently used. */
 void cache_touch(cache *c, cache_entry *e);
-/* A use of an entry the caller has held since an earlier use (a request kept with its programs,
- * runtime/request.c) counts as a hit; the holder touches it when it lets it go, which keeps
- * the calls that reuse it away from the LRU list. */
-void cache_hit(cache *c);
+/* n uses of entries the caller has held since an earlier use (a request kept with its programs,
+ * runtime/request.c) count as hits; the holder touches them when it lets them go, which keeps
+ * the calls that reuse them away from the LRU list. */
+void cache_hits(cache *c, int n);
 int cache_entry_cached(const cache_entry *e); /* in the table (not detached) */
 const nbc_program *cache_entry_program(const cache_entry *e);
 

@@ -111,27 +111,29 @@ static int check_call(const call *c, int size, int rank, MPI_Aint *esize, const 
     return MPI_SUCCESS;
 }
 
-/* The two programs of a call that may run through shared memory: the shared one (allreduce_shm,
+/* The programs of a call that may run through shared memory: the shared one (allreduce_shm,
  * or a forced schedule that needs shared memory) and the messages' one, which runs when the
  * ranks' agreement declines (a buffer not from nbc_alloc_mem). Without a shared program
- * (a forced schedule of messages, or allreduce_shm refusing the call) *shm is NULL. */
-static int shared_programs(nbc_collective coll, compile_args *args, cache_entry **entry, cache_entry **shm)
+ * (a forced schedule of messages, or allreduce_shm refusing the call) *shm is NULL. *direct:
+ * see programs_for_shared. */
+static int shared_programs(nbc_collective coll, compile_args *args, cache_entry **entry, cache_entry **shm, cache_entry **direct)
 {
     int rc;
     compile_args shared = *args;
     shared.shared_memory = 1;
-    *shm = NULL;
+    *shm = *direct = NULL;
     if (nbc_rt.sel.forced[coll].ch.s) {
         if ((rc = programs_for_call(coll, &shared, NULL, entry))) return rc;
         if (!(cache_entry_program(*entry)->flags & PROG_SHARED)) return MPI_SUCCESS;
         *shm = *entry;
         rc = programs_for_call(coll, args, "", entry); /* what the rules choose */
     } else {
-        if (programs_for_shared(&shared, shm) != MPI_SUCCESS) *shm = NULL; /* the same on every rank */
+        if (programs_for_shared(&shared, shm, direct) != MPI_SUCCESS) *shm = NULL; /* the same on every rank */
         nbc_clear_error();
         rc = programs_for_call(coll, args, NULL, entry);
     }
     if (rc && *shm) cache_release(nbc_rt.sel.programs, *shm);
+    if (rc && *direct) cache_release(nbc_rt.sel.programs, *direct);
     return rc;
 }
 
@@ -155,20 +157,22 @@ static int memo_matches(const comm_state *cs, const call_signature *sig, int sha
 }
 
 /* The programs of the last call, with references of their own. */
-static void memo_take(comm_state *cs, cache_entry **entry, cache_entry **shm)
+static void memo_take(comm_state *cs, cache_entry **entry, cache_entry **shm, cache_entry **direct)
 {
     cache_reacquire(nbc_rt.sel.programs, *entry = cs->last.entry);
     if ((*shm = cs->last.shm_entry)) cache_reacquire(nbc_rt.sel.programs, *shm);
+    if ((*direct = cs->last.shm_direct)) cache_reacquire(nbc_rt.sel.programs, *direct);
 }
 
-static void memo_keep(comm_state *cs, const call_signature *sig, int shape, cache_entry *entry, cache_entry *shm)
+static void memo_keep(comm_state *cs, const call_signature *sig, int shape, cache_entry *entry, cache_entry *shm, cache_entry *direct)
 {
-    int kept = cache_entry_cached(entry) && (!shm || cache_entry_cached(shm));
+    int kept = cache_entry_cached(entry) && (!shm || cache_entry_cached(shm)) && (!direct || cache_entry_cached(direct));
     cs->last.sig = *sig;
     cs->last.flags = shape;
     cs->last.epoch = programs_epoch();
     cs->last.entry = kept ? entry : NULL;
     cs->last.shm_entry = kept ? shm : NULL;
+    cs->last.shm_direct = kept ? direct : NULL;
 }
 
 /* What the interpreter takes from the call itself: datatype, op, kernel and the buffers behind
@@ -190,10 +194,10 @@ static void set_call(struct nbc_req *r, const call *c, const reduce_kernels *ker
 static struct nbc_req *reuse_spare(comm_state *cs, const call *c, const call_signature *sig, const reduce_kernels *kernel)
 {
     struct nbc_req *r = cs->last.spare;
-    if (!r || r->entry != cs->last.entry || r->shm_entry != cs->last.shm_entry) return NULL;
+    if (!r || r->entry != cs->last.entry || r->shm_entry != cs->last.shm_entry || r->shm_direct != cs->last.shm_direct)
+        return NULL;
     req_unpark(cs);
-    cache_hit(nbc_rt.sel.programs);
-    if (r->shm_entry) cache_hit(nbc_rt.sel.programs);
+    cache_hits(nbc_rt.sel.programs, 1 + (r->shm_entry != NULL) + (r->shm_direct != NULL));
     r->starts = r->seen_starts = 0; /* which stall reports compare across ranks */
     r->reported = 0;
     r->timeout_mark = 0, r->timeout_since_ns = 0;
@@ -237,7 +241,7 @@ int call_prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out)
     int shape = shape_of(c, commutative);
     call_signature sig = {.coll = c->coll, .count = c->coll == COLL_BARRIER ? 0 : c->count, .esize = esize,
                           .root = c->root, .op = c->op};
-    cache_entry *entry, *shm_entry = NULL;
+    cache_entry *entry, *shm_entry = NULL, *shm_direct = NULL;
     struct nbc_req *r;
     if (chunk_bytes > 0 && c->coll == COLL_ALLREDUCE && commutative && c->count >= size && size > 1 &&
         (int64_t)c->count * esize > chunk_bytes) {
@@ -247,15 +251,15 @@ int call_prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out)
         if ((rc = programs_for_call(c->coll, &args, spec, &entry))) return rc;
     } else if (!memo_matches(cs, &sig, shape)) {
         compile_args args = args_of(c, &sig, size, rank, commutative);
-        if (shm_eligible(cs, c->coll)) rc = shared_programs(c->coll, &args, &entry, &shm_entry);
+        if (shm_eligible(cs, c->coll)) rc = shared_programs(c->coll, &args, &entry, &shm_entry, &shm_direct);
         else rc = programs_for_call(c->coll, &args, NULL, &entry);
         if (rc) return rc;
-        memo_keep(cs, &sig, shape, entry, shm_entry);
+        memo_keep(cs, &sig, shape, entry, shm_entry, shm_direct);
     } else if (nbc_rt.env.trace <= 1 && (r = reuse_spare(cs, c, &sig, kernel))) {
         *out = r;
         return MPI_SUCCESS;
     } else {
-        memo_take(cs, &entry, &shm_entry);
+        memo_take(cs, &entry, &shm_entry, &shm_direct);
     }
     const nbc_program *prog = cache_entry_program(entry), *shm_prog = shm_entry ? cache_entry_program(shm_entry) : NULL;
     if (nbc_rt.env.trace > 1) {
@@ -263,16 +267,24 @@ int call_prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out)
         trace_call(c->fn, &args, shm_prog ? shm_prog : prog);
     }
 
-    r = shm_prog ? req_get(prog->scratch > shm_prog->scratch ? prog->scratch : shm_prog->scratch,
-                           (int)(prog->max_round_comms > shm_prog->max_round_comms ? prog->max_round_comms : shm_prog->max_round_comms))
-                 : req_get(prog->scratch, (int)prog->max_round_comms);
-    if (!r) {
+    /* room for whichever of its programs runs */
+    size_t scratch = prog->scratch;
+    uint32_t comms = prog->max_round_comms;
+    for (int i = 0; i < 2; i++) {
+        const cache_entry *e = i ? shm_direct : shm_entry;
+        if (!e) continue;
+        if (cache_entry_program(e)->scratch > scratch) scratch = cache_entry_program(e)->scratch;
+        if (cache_entry_program(e)->max_round_comms > comms) comms = cache_entry_program(e)->max_round_comms;
+    }
+    if (!(r = req_get(scratch, (int)comms))) {
         cache_release(nbc_rt.sel.programs, entry);
         if (shm_entry) cache_release(nbc_rt.sel.programs, shm_entry);
+        if (shm_direct) cache_release(nbc_rt.sel.programs, shm_direct);
         return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
     }
     r->entry = entry;
     r->shm_entry = shm_entry;
+    r->shm_direct = shm_direct;
     r->cs = cs;
     comm_hold(cs);
     r->st = (interp_state){.prog = prog, .comm = MPI_COMM_NULL, .reqs = r->reqs, .statuses = r->statuses};
@@ -295,7 +307,8 @@ void call_launch(struct nbc_req *r)
     r->error[0] = '\0';
     if (r->shm_entry && r->any_order) { /* flags and channels follow the calls' order */
         cache_release(nbc_rt.sel.programs, r->shm_entry);
-        r->shm_entry = NULL;
+        if (r->shm_direct) cache_release(nbc_rt.sel.programs, r->shm_direct);
+        r->shm_entry = r->shm_direct = NULL;
     }
     if (r->shm_entry) {
         r->st.prog = cache_entry_program(r->entry);

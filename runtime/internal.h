@@ -48,7 +48,7 @@ struct comm_state {
         call_signature sig;
         int flags;        /* in place, commutative, nbufs */
         uint64_t epoch;   /* programs_epoch() when they were looked up */
-        cache_entry *entry, *shm_entry; /* not held: valid while the epoch is */
+        cache_entry *entry, *shm_entry, *shm_direct; /* not held: valid while the epoch is */
         struct nbc_req *spare; /* a request that ran them, kept for the next call (request.c) */
     } last;
     comm_state *prev, *next;
@@ -96,9 +96,11 @@ struct nbc_req {
     char name[48];          /* nbc_name, or "" */
     call_signature sig;
     struct nbc_check *check; /* NBC_CHECK: the agreement before the program, or NULL */
-    /* shared memory (shm.c): a call that may take the shared path has both programs, and its
-     * ranks agree on one before running it */
+    /* shared memory (shm.c): a call that may take the shared path has two or three programs,
+     * and its ranks agree on one before running it */
     cache_entry *shm_entry;  /* the shared program, or NULL: entry is the only one */
+    cache_entry *shm_direct; /* or NULL: when shm_entry is the stage's program, the one that reads
+                                the peers' buffers, run when every rank's are shared */
     uint64_t seq;            /* ordered: its number among its communicator's calls (the same everywhere) */
     int shm_chan;            /* the channel it holds, or -1 */
     int shm_published, shm_chosen;
@@ -166,8 +168,9 @@ int programs_force(nbc_collective coll, const char *name);
 /* The program for a call: from the cache, or chosen, compiled and cached. spec, when not NULL,
  * names the schedule to use ("name:param=value"), as a forced schedule would. */
 int programs_for_call(nbc_collective coll, const compile_args *args, const char *spec, cache_entry **out);
-/* The shared-memory program of an allreduce (args->shared_memory set): allreduce_shm. */
-int programs_for_shared(const compile_args *args, cache_entry **out);
+/* The shared-memory programs of an allreduce (args->shared_memory set): allreduce_shm or
+ * allreduce_shm_small, and (or NULL) allreduce_shm for when every rank's buffers are shared. */
+int programs_for_shared(const compile_args *args, cache_entry **out, cache_entry **direct);
 /* Changes whenever a program found before may no longer be the one to use, or may be gone
  * from the cache: a schedule forced, loaded or selected otherwise, a program cached. */
 uint64_t programs_epoch(void);

@@ -168,16 +168,30 @@ int programs_for_call(nbc_collective coll, const compile_args *call, const char 
 
 /* The shared program of an allreduce on one node: allreduce_shm_small where it applies (small
  * calls, any buffers), else allreduce_shm (built in, or loaded schedules of those names),
- * looked up again whenever the library or the selection changes. */
-int programs_for_shared(const compile_args *call, cache_entry **out)
+ * looked up again whenever the library or the selection changes. When it is the stage's
+ * program (no PROG_AGREE) and the call has SHM_DIRECT_MIN_BYTES or more, *direct is
+ * allreduce_shm's too, which the runtime takes when every rank's buffers are shared; else NULL. */
+int programs_for_shared(const compile_args *call, cache_entry **out, cache_entry **direct)
 {
+    *direct = NULL;
     if (nbc_rt.sel.shared_generation != nbc_rt.sel.generation + 1) {
         int rc = parse_forcing(COLL_ALLREDUCE, "allreduce_shm_small", &nbc_rt.sel.shared_small);
         if (rc == MPI_SUCCESS) rc = parse_forcing(COLL_ALLREDUCE, "allreduce_shm", &nbc_rt.sel.shared);
         if (rc != MPI_SUCCESS) return rc;
         nbc_rt.sel.shared_generation = nbc_rt.sel.generation + 1;
     }
-    return program_with(COLL_ALLREDUCE, call, &nbc_rt.sel.shared_small, &nbc_rt.sel.shared, out);
+    int rc = program_with(COLL_ALLREDUCE, call, &nbc_rt.sel.shared_small, &nbc_rt.sel.shared, out);
+    if (rc != MPI_SUCCESS || (cache_entry_program(*out)->flags & PROG_AGREE) ||
+        (uint64_t)call->count * (uint64_t)call->esize < SHM_DIRECT_MIN_BYTES)
+        return rc;
+    /* the same on every rank, as the program is: without it, the stage on any buffers */
+    if (program_with(COLL_ALLREDUCE, call, &nbc_rt.sel.shared, NULL, direct) != MPI_SUCCESS) {
+        *direct = NULL;
+    } else if (!(cache_entry_program(*direct)->flags & PROG_AGREE)) {
+        cache_release(nbc_rt.sel.programs, *direct);
+        *direct = NULL;
+    }
+    return MPI_SUCCESS;
 }
 
 /* The program of schedule f (automatic selection when it names none) for the call; with

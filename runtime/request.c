@@ -125,7 +125,7 @@ struct nbc_req *req_get(size_t scratch, int nreqs)
     r->timeout_mark = 0, r->timeout_since_ns = 0;
     r->name[0] = r->error[0] = '\0';
     r->check = NULL;
-    r->shm_entry = NULL;
+    r->shm_entry = r->shm_direct = NULL;
     r->shm_chan = -1;
     live_add(r);
     return r;
@@ -138,7 +138,8 @@ static void release_programs(struct nbc_req *r)
 {
     if (r->entry) cache_release(nbc_rt.sel.programs, r->entry);
     if (r->shm_entry) cache_release(nbc_rt.sel.programs, r->shm_entry);
-    r->entry = r->shm_entry = NULL;
+    if (r->shm_direct) cache_release(nbc_rt.sel.programs, r->shm_direct);
+    r->entry = r->shm_entry = r->shm_direct = NULL;
 }
 
 /* What a request lets go once the application is done with it, whether it goes back to the
@@ -177,7 +178,7 @@ static int parkable(const struct nbc_req *r)
 {
     return !r->persistent && !r->any_order && r->state == REQ_DONE && r->st.err == MPI_SUCCESS &&
            r->cs && r->cs->user != MPI_COMM_NULL && r->st.comm != MPI_COMM_NULL && r->entry == r->cs->last.entry &&
-           r->shm_entry == r->cs->last.shm_entry;
+           r->shm_entry == r->cs->last.shm_entry && r->shm_direct == r->cs->last.shm_direct;
 }
 
 void req_release(struct nbc_req *r)
@@ -212,6 +213,7 @@ void req_drop_spare(comm_state *cs)
     cs->last.spare = NULL;
     cache_touch(nbc_rt.sel.programs, r->entry);
     if (r->shm_entry) cache_touch(nbc_rt.sel.programs, r->shm_entry);
+    if (r->shm_direct) cache_touch(nbc_rt.sel.programs, r->shm_direct);
     release_now(r);
 }
 
@@ -240,7 +242,7 @@ const char *req_error(struct nbc_req *r)
 
 /* A request runs once its communicator's private duplicate exists, (NBC_CHECK) once the
  * ranks agreed that they run the same collective, and (shared memory) once they agreed on
- * which of its two programs they run. */
+ * which of its programs they run. */
 static int step(struct nbc_req *r, int may_issue)
 {
     if (r->st.err != MPI_SUCCESS && r->st.comm == MPI_COMM_NULL) return INTERP_DONE; /* timed out in setup */

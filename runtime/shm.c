@@ -21,7 +21,10 @@
  * private memory and every rank can reach every other's through the kernel, as addresses in
  * its process), or declines, and then reads every peer's. A rank either declines without
  * reading or reads every line, so all choose alike: the shared program when every rank
- * published, the messages' program otherwise. */
+ * published, the messages' program otherwise. A small call between SHM_DIRECT_MIN_BYTES and
+ * the stage's limit agrees the same way, on shared buffers only, between allreduce_shm and the
+ * stage's program (which needs no agreement): a rank whose buffers are private declines and
+ * takes the stage at once. */
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
@@ -416,16 +419,19 @@ void shm_comm_free(comm_state *cs)
 
 /* ---- the agreement ---- */
 
+enum { MESSAGES, SHARED, DIRECT }; /* which program: r->entry, r->shm_entry, r->shm_direct */
+
 /* why: what made the ranks decline, for NBC_TRACE=2 (when they share: "", or how) */
-static int choose(struct nbc_req *r, int shared, const char *why)
+static int choose(struct nbc_req *r, int which, const char *why)
 {
+    int shared = which != MESSAGES;
     r->shm_chosen = 1;
     if (shared) nbc_rt.shm.shared_calls++;
     else nbc_rt.shm.message_calls++;
     if (nbc_rt.env.trace > 1)
         fprintf(stderr, "nbc: trace: rank %d of %d: allreduce call %llu runs %s%s\n", r->cs->rank, r->cs->size,
                 (unsigned long long)r->seq, shared ? "through shared memory" : "with messages: ", why);
-    r->st.prog = cache_entry_program(shared ? r->shm_entry : r->entry);
+    r->st.prog = cache_entry_program(which == DIRECT ? r->shm_direct : shared ? r->shm_entry : r->entry);
     r->st.shared = shared ? &r->cs->shm->chan[r->shm_chan] : NULL;
     if (shared) r->st.base[SLOT_SHARED] = r->st.shared->peer_base[r->cs->rank][SLOT_SHARED];
     return 1;
@@ -506,38 +512,37 @@ static int take_stage(struct shm_comm *sc, const struct nbc_req *r, int c)
     return 1;
 }
 
-int shm_agree(struct nbc_req *r)
+/* The stage's program (no PROG_AGREE: no buffers to agree on) on channel c: 0 while the
+ * stage is in use, else 1. */
+static int staged(struct nbc_req *r, struct shm_comm *sc, int c)
 {
-    if (r->shm_chosen) return 1;
-    comm_state *cs = r->cs;
-    int rc = cs->shm && cs->shm->state == ATTACHED ? 1 : attach(cs, r);
-    if (rc < 0) {
-        req_fail(r, -rc, "attaching the communicator's shared memory failed");
-        return rc;
-    }
-    if (rc == 0) return 0;
-    struct shm_comm *sc = cs->shm;
-    if (sc->state == SHM_OFF) return choose(r, 0, "a rank cannot share memory with all the others");
-    int c = (int)(r->seq % CHANNELS);
-    if (r->shm_chan < 0 && channel_busy(r)) return 0;
-    r->shm_chan = c;
     const nbc_program *prog = cache_entry_program(r->shm_entry);
-    if (!(prog->flags & PROG_AGREE)) { /* the stage only: no buffers to agree on */
-        if (prog->shared_bytes > STAGE_BYTES) return choose(r, 0, "the program's shared scratch is larger than the stage");
-        if (prog->shared_bytes && !take_stage(sc, r, c)) return 0;
-        fill_shared(r, sc, c, NULL);
-        return choose(r, 1, "");
-    }
-    int p = cs->size, me = cs->rank;
+    if (prog->shared_bytes > STAGE_BYTES) return choose(r, MESSAGES, "the program's shared scratch is larger than the stage");
+    if (prog->shared_bytes && !take_stage(sc, r, c)) return 0;
+    fill_shared(r, sc, c, NULL);
+    return choose(r, SHARED, "");
+}
+
+/* The agreement on the buffers, on channel c, for a program that reads the peers' (PROG_AGREE):
+ * r->shm_entry, whose fallback is the messages' program, or (direct) r->shm_direct, whose
+ * fallback is the stage's. With direct, private buffers go to the stage, not through the kernel
+ * (its copies cost microseconds), and shm_agree has a rank whose buffers are private decline
+ * at once, without waiting: only ranks whose buffers are all shared read the others' lines, so
+ * a call on private buffers waits for no one more than the stage does. Returns as shm_agree
+ * does, or 2: run the stage's program. */
+static int agree_buffers(struct nbc_req *r, struct shm_comm *sc, int c, int direct)
+{
+    const nbc_program *prog = cache_entry_program(direct ? r->shm_direct : r->shm_entry);
+    int p = r->cs->size, me = r->cs->rank;
     uint64_t len = (uint64_t)r->sig.count * (uint64_t)r->sig.esize;
     if (!r->shm_published) {
         pub_line *mine = pub_of(sc->block[me], c);
         char *send = r->st.base[SLOT_SEND], *recv = r->st.base[SLOT_RECV];
         int64_t send_off = segment_offset(send, len), recv_off = segment_offset(recv, len);
         /* private memory: the peers copy through the kernel, a piece of whole elements at a time */
-        int by_kernel = (send_off < 0 || recv_off < 0) && sc->by_kernel && (uint64_t)r->sig.esize <= KERNEL_PIECE;
+        int by_kernel = !direct && (send_off < 0 || recv_off < 0) && sc->by_kernel && (uint64_t)r->sig.esize <= KERNEL_PIECE;
         /* a peer's private buffers too are reached through the kernel: none may have exited */
-        int exited = sc->by_kernel && peer_exited(sc, p);
+        int exited = !direct && sc->by_kernel && peer_exited(sc, p);
         int ok = sc->taking_part && !exited && ((send_off >= 0 && recv_off >= 0) || by_kernel);
         mine->declined = !ok;
         mine->by_kernel = (uint64_t)by_kernel;
@@ -546,14 +551,16 @@ int shm_agree(struct nbc_req *r)
         mine->len = len;
         __atomic_store_n(&mine->stamp, r->seq + 1, __ATOMIC_RELEASE);
         r->shm_published = 1;
+        if (!ok && direct) return 2;
         if (!ok)
-            return choose(r, 0, !sc->taking_part ? "this rank failed earlier"
-                                : exited         ? "a peer's process has exited"
-                                : sc->by_kernel  ? "its elements are larger than the kernel's pieces"
-                                                 : "this rank's buffers are not from nbc_alloc_mem, and the kernel cannot reach them");
+            return choose(r, MESSAGES, !sc->taking_part ? "this rank failed earlier"
+                                     : exited         ? "a peer's process has exited"
+                                     : sc->by_kernel  ? "its elements are larger than the kernel's pieces"
+                                                      : "this rank's buffers are not from nbc_alloc_mem, and the kernel cannot reach them");
     }
     const pub_line *lines[NBC_SHM_MAX_RANKS];
     int all = 1, by_kernel = 0;
+    lines[me] = pub_of(sc->block[me], c); /* not read by fill_shared: set for the compiler */
     for (int q = 0; q < p; q++) {
         if (q == me) continue;
         lines[q] = pub_of(sc->block[q], c);
@@ -565,14 +572,48 @@ int shm_agree(struct nbc_req *r)
             return -MPI_ERR_INTERN;
         }
     }
-    if (!all) return choose(r, 0, "another rank declined");
-    if (prog->shared_bytes > STAGE_BYTES) return choose(r, 0, "the program's shared scratch is larger than the stage");
+    if (!all) return direct ? 2 : choose(r, MESSAGES, "another rank declined");
+    if (prog->shared_bytes > STAGE_BYTES) return direct ? 2 : choose(r, MESSAGES, "the program's shared scratch is larger than the stage");
     if (prog->shared_bytes && !take_stage(sc, r, c)) return 0;
     fill_shared(r, sc, c, lines);
-    if (!by_kernel) return choose(r, 1, "");
+    nbc_rt.shm.direct_calls += (uint64_t)direct;
+    if (!by_kernel) return choose(r, direct ? DIRECT : SHARED, direct ? ", straight from the peers' buffers" : "");
     nbc_rt.shm.kernel_calls++;
     sc->chan[c].piece = KERNEL_PIECE / (uint64_t)r->sig.esize * (uint64_t)r->sig.esize;
-    return choose(r, 1, ", the private buffers through the kernel");
+    return choose(r, SHARED, ", the private buffers through the kernel");
+}
+
+int shm_agree(struct nbc_req *r)
+{
+    if (r->shm_chosen) return 1;
+    comm_state *cs = r->cs;
+    int rc = cs->shm && cs->shm->state == ATTACHED ? 1 : attach(cs, r);
+    if (rc < 0) {
+        req_fail(r, -rc, "attaching the communicator's shared memory failed");
+        return rc;
+    }
+    if (rc == 0) return 0;
+    struct shm_comm *sc = cs->shm;
+    if (sc->state == SHM_OFF) return choose(r, MESSAGES, "a rank cannot share memory with all the others");
+    int c = (int)(r->seq % CHANNELS);
+    if (r->shm_chan < 0 && channel_busy(r)) return 0;
+    r->shm_chan = c;
+    if (r->shm_direct) { /* then shm_entry is the stage's program */
+        pub_line *mine = pub_of(sc->block[cs->rank], c);
+        if (!r->shm_published) {
+            uint64_t len = (uint64_t)r->sig.count * (uint64_t)r->sig.esize;
+            if (!sc->taking_part || segment_offset(r->st.base[SLOT_SEND], len) < 0 || segment_offset(r->st.base[SLOT_RECV], len) < 0) {
+                /* private buffers, the common case: declined at once, without agree_buffers' work */
+                mine->declined = 1;
+                __atomic_store_n(&mine->stamp, r->seq + 1, __ATOMIC_RELEASE);
+                r->shm_published = 1;
+            }
+        }
+        if (!(r->shm_published && mine->declined) && (rc = agree_buffers(r, sc, c, 1)) != 2) return rc;
+    } else if (cache_entry_program(r->shm_entry)->flags & PROG_AGREE) {
+        return agree_buffers(r, sc, c, 0);
+    }
+    return staged(r, sc, c);
 }
 
 void shm_end(struct nbc_req *r)

@@ -10,6 +10,11 @@
 /* Channels of a communicator's shared memory: call seq uses channel seq % SHM_CHANNELS. */
 #define SHM_CHANNELS 16
 
+/* From this many bytes up to allreduce_shm_small's limit, a call whose ranks all have shared
+ * buffers (nbc_alloc_mem) runs allreduce_shm, which reads them where they are, instead of the
+ * stage (docs/shared-memory.md); below, the stage's one exchange of flags is faster. */
+#define SHM_DIRECT_MIN_BYTES 1024
+
 struct nbc_req;
 struct comm_state;
 struct call;
@@ -39,6 +44,7 @@ typedef struct {
     char *bounce;         /* interp/remote.c's three pieces, for the process's life like the maps */
     uint64_t shared_calls, message_calls; /* how agreements ended (tests read them) */
     uint64_t kernel_calls; /* of the shared calls, those where this rank reached a peer's buffers through the kernel */
+    uint64_t direct_calls; /* of the shared calls, small ones that read the peers' buffers instead of the stage */
 } shm_process;
 
 /* Reads NBC_SHM and NBC_SHM_BYTES and decides whether this process can share (nbc_init). */

@@ -97,6 +97,10 @@ check "loop runs ($MPIEXEC -n 2, 8 and 64 B), sums right, a line per size" $? "$
 timeout 60 $MPIEXEC -n 2 "$BUILD/bench/loop" --mpi 8 > "$tmp/loop" 2>&1 &&
     [ "$(grep -c '^ *[0-9]* B:\( [0-9.]*\)\{3\} µs$' "$tmp/loop")" -eq 1 ]
 check "loop --mpi runs the MPI's own MPI_Allreduce (8 B), sum right" $? "$(tail -n 5 "$tmp/loop")"
+# shellcheck disable=SC2086
+timeout 60 $MPIEXEC -n 2 "$BUILD/bench/loop" --shared --rewrite 2048 65536 > "$tmp/loop" 2>&1 &&
+    [ "$(grep -c '^ *[0-9]* B:\( [0-9.]*\)\{3\} µs$' "$tmp/loop")" -eq 2 ]
+check "loop --shared --rewrite runs on nbc_alloc_mem buffers written before each call (2 and 64 KiB), sums right" $? "$(tail -n 5 "$tmp/loop")"
 
 # Gloo side by side (bench/gloo.cc), when Gloo is installed: Gloo's five allreduces, nbc (two
 # ways), MPI's allreduce and the TCP exchange, each result checked. The smoke test does not force TCP on MPI (bench/run.sh does).

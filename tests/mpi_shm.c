@@ -131,7 +131,7 @@ static void free_buf(int shared, void *p)
  * reaches the private ones (NBC_SHM_KERNEL, interp/remote.c). */
 static void calls(const char *name, int private_rank, const kind *kinds, int nkinds, MPI_Op noncomm)
 {
-    const int64_t counts[] = {0, 1, size - 1, size + 1, 1001, 65536 + 3, (1 << 20) + 5};
+    const int64_t counts[] = {0, 1, size - 1, size + 1, 200, 1001, 65536 + 3, (1 << 20) + 5};
     for (size_t ci = 0; ci < sizeof counts / sizeof *counts; ci++)
         for (int ki = 0; ki < nkinds; ki++)
             for (int inplace = 0; inplace < 2; inplace++) {
@@ -140,7 +140,8 @@ static void calls(const char *name, int private_rank, const kind *kinds, int nki
                 int shared = rank != private_rank && private_rank != ALL_PRIVATE;
                 char *send = alloc_buf(shared, (size_t)n * k->esize), *recv = alloc_buf(shared, (size_t)n * k->esize);
                 fill(k, inplace ? recv : send, n);
-                uint64_t before = nbc_rt.shm.shared_calls, kernel_before = nbc_rt.shm.kernel_calls;
+                uint64_t before = nbc_rt.shm.shared_calls, kernel_before = nbc_rt.shm.kernel_calls,
+                         direct_before = nbc_rt.shm.direct_calls;
                 nbc_request req;
                 int rc = nbc_iallreduce(inplace ? MPI_IN_PLACE : send, recv, (int)n, k->dt, k->op, MPI_COMM_WORLD, &req);
                 if (rc == MPI_SUCCESS) rc = nbc_wait(&req);
@@ -156,6 +157,10 @@ static void calls(const char *name, int private_rank, const kind *kinds, int nki
                       inplace ? " in place" : "", want ? "the shared path" : "messages");
                 check((nbc_rt.shm.kernel_calls > kernel_before) == by_kernel, name, "%s count %lld%s: %s expected", k->name,
                       (long long)n, inplace ? " in place" : "", by_kernel ? "copies through the kernel" : "no copy through the kernel");
+                /* a small call on every rank's shared buffers reads them where they are, not through the stage */
+                int direct = size > 1 && small && private_rank == -1 && (size_t)n * k->esize >= SHM_DIRECT_MIN_BYTES;
+                check((nbc_rt.shm.direct_calls > direct_before) == direct, name, "%s count %lld%s: %s expected", k->name,
+                      (long long)n, inplace ? " in place" : "", direct ? "allreduce_shm on the shared buffers" : "no small call reading a peer's buffers");
                 free_buf(shared, send);
                 free_buf(shared, recv);
             }
