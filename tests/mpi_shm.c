@@ -4,7 +4,8 @@
  * fewer than p, odd and large; four types and ops and a non-commutative user op; in place;
  * more calls in flight than there are channels; persistent requests; the allocator's errors.
  *
- *     mpiexec -n P ./mpi_shm        (P = 1..9)
+ *     mpiexec -n P ./mpi_shm        (P = 1..9; NBC_PROGRESS_THREAD=1 drives every call from the
+ *                                    library's progress thread too)
  *
  * Expected results are computed locally; the verdicts are combined once at the end. It reads
  * the runtime's counters of agreements (nbc_rt.shm) to know which path a call took. */
@@ -362,12 +363,18 @@ static void on_alarm(int sig)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
+    /* NBC_PROGRESS_THREAD=1 runs the suite with the progress thread, which needs this */
+    int provided;
+    MPI_Init_thread(&argc, &argv, getenv("NBC_PROGRESS_THREAD") ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     signal(SIGALRM, on_alarm);
     alarm(600);
-    nbc_init();
+    if (nbc_init() != MPI_SUCCESS) { /* nothing below could run */
+        printf("FAIL mpi_shm: nbc_init p=%d: %s\n", size, nbc_error_message());
+        fflush(stdout);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     MPI_Op noncomm;
     MPI_Op_create(left, 0, &noncomm);
     const kind kinds[] = {{"double sum", MPI_DOUBLE, MPI_SUM, sizeof(double)},

@@ -219,7 +219,7 @@ done
 if [ -z "$TAG" ]; then
     # the MPI suites again, every request driven by the progress thread too
     for p in 2 3; do
-        for t in mpi_collectives mpi_allreduce mpi_total_reduce mpi_lifecycle; do
+        for t in mpi_collectives mpi_allreduce mpi_total_reduce mpi_lifecycle mpi_shm; do
             NBC_PROGRESS_THREAD=1 suite "$t NBC_PROGRESS_THREAD=1 p=$p" $MPIEXEC -n "$p" "$BUILD/tests/$t"
         done
     done
@@ -269,6 +269,11 @@ if [ -n "$TSAN_BUILD" ]; then
             # ranks share a node, so its shared-memory one is all they need)
             OMPI_MCA_btl=self,vader TSAN_OPTIONS=halt_on_error=1 suite "mpi_threads $mode p=$p" $MPIEXEC -n "$p" "$TSAN_BUILD/tests/mpi_threads" $mode
         done
+    done
+    # shared memory's agreements and flags, every call driven by the progress thread too
+    for p in 2 3; do
+        NBC_PROGRESS_THREAD=1 OMPI_MCA_btl=self,vader TSAN_OPTIONS=halt_on_error=1 \
+            suite "mpi_shm NBC_PROGRESS_THREAD=1 p=$p" $MPIEXEC -n "$p" "$TSAN_BUILD/tests/mpi_shm"
     done
 fi
 if [ -n "$SANITIZE_BUILD" ]; then
