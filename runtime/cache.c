@@ -179,7 +179,8 @@ cache_entry *cache_acquire(cache *c, const cache_key *key)
     return e;
 }
 
-void cache_touch(cache *c, cache_entry *e)
+/* The entry, if still cached, becomes the most recently used. */
+static void touch(cache *c, cache_entry *e)
 {
     if (e->cached && c->lru.head != e) {
         list_unlink(&c->lru, e);
@@ -187,14 +188,29 @@ void cache_touch(cache *c, cache_entry *e)
     }
 }
 
-void cache_hits(cache *c, int n) { c->hits += (uint64_t)n; }
-
 void cache_reacquire(cache *c, cache_entry *e)
 {
     assert(e->cached);
     c->hits++;
-    cache_touch(c, e);
+    touch(c, e);
     e->refs++;
+}
+
+void cache_reacquire_each(cache *c, cache_entry *const *e, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (e[i]) cache_reacquire(c, e[i]);
+}
+
+void cache_hit_each(cache *c, cache_entry *const *e, int n)
+{
+    for (int i = 0; i < n; i++) c->hits += e[i] != NULL;
+}
+
+void cache_touch_each(cache *c, cache_entry *const *e, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (e[i]) touch(c, e[i]);
 }
 
 int cache_entry_cached(const cache_entry *e) { return e->cached; }
@@ -251,6 +267,15 @@ void cache_release(cache *c, cache_entry *e)
         list_unlink(&c->detached, e);
         free_entry(e);
     }
+}
+
+void cache_release_each(cache *c, cache_entry **e, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (e[i]) {
+            cache_release(c, e[i]);
+            e[i] = NULL;
+        }
 }
 
 const nbc_program *cache_entry_program(const cache_entry *e)

@@ -38,12 +38,16 @@ cache_entry *cache_insert(cache *c, const cache_key *key, nbc_program *prog);
 void cache_release(cache *c, cache_entry *e);
 /* Acquires again an entry known to be still cached (a hit, as cache_acquire's). */
 void cache_reacquire(cache *c, cache_entry *e);
-/* The entry, if still cached, becomes the most recently used. */
-void cache_touch(cache *c, cache_entry *e);
-/* n uses of entries the caller has held since an earlier use (a request kept with its programs,
- * runtime/request.c) count as hits; the holder touches them when it lets them go, which keeps
- * the calls that reuse them away from the LRU list. */
-void cache_hits(cache *c, int n);
+/* The same for each of n entries of a set that is not NULL (a call's programs); release_each
+ * leaves them NULL. */
+void cache_release_each(cache *c, cache_entry **e, int n);
+void cache_reacquire_each(cache *c, cache_entry *const *e, int n);
+/* A use of each entry of the set that the caller has held since an earlier use (a request kept
+ * with its programs, runtime/request.c) counts as a hit; the holder touches them when it lets
+ * them go (each, if still cached, becomes the most recently used), which keeps the calls that
+ * reuse them away from the LRU list. */
+void cache_hit_each(cache *c, cache_entry *const *e, int n);
+void cache_touch_each(cache *c, cache_entry *const *e, int n);
 int cache_entry_cached(const cache_entry *e); /* in the table (not detached) */
 const nbc_program *cache_entry_program(const cache_entry *e);
 

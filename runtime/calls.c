@@ -111,29 +111,29 @@ static int check_call(const call *c, int size, int rank, MPI_Aint *esize, const 
     return MPI_SUCCESS;
 }
 
-/* The programs of a call that may run through shared memory: the shared one (allreduce_shm,
- * or a forced schedule that needs shared memory) and the messages' one, which runs when the
- * ranks' agreement declines (a buffer not from nbc_alloc_mem). Without a shared program
- * (a forced schedule of messages, or allreduce_shm refusing the call) *shm is NULL. *direct:
- * see programs_for_shared. */
-static int shared_programs(nbc_collective coll, compile_args *args, cache_entry **entry, cache_entry **shm, cache_entry **direct)
+/* The programs (RUN_*) of a call that may run through shared memory: the shared one
+ * (allreduce_shm or allreduce_shm_small, or a forced schedule that needs shared memory), with
+ * allreduce_shm as the direct one where programs_for_shared says, and the messages' one, which
+ * runs when the ranks' agreement declines (a buffer not from nbc_alloc_mem). Without a shared
+ * program (a forced schedule of messages, or allreduce_shm refusing the call) only the
+ * messages' one. */
+static int shared_programs(nbc_collective coll, compile_args *args, cache_entry **progs)
 {
     int rc;
     compile_args shared = *args;
     shared.shared_memory = 1;
-    *shm = *direct = NULL;
     if (nbc_rt.sel.forced[coll].ch.s) {
-        if ((rc = programs_for_call(coll, &shared, NULL, entry))) return rc;
-        if (!(cache_entry_program(*entry)->flags & PROG_SHARED)) return MPI_SUCCESS;
-        *shm = *entry;
-        rc = programs_for_call(coll, args, "", entry); /* what the rules choose */
+        if ((rc = programs_for_call(coll, &shared, NULL, &progs[RUN_MESSAGES]))) return rc;
+        if (!(cache_entry_program(progs[RUN_MESSAGES])->flags & PROG_SHARED)) return MPI_SUCCESS;
+        progs[RUN_SHARED] = progs[RUN_MESSAGES];
+        rc = programs_for_call(coll, args, "", &progs[RUN_MESSAGES]); /* what the rules choose */
     } else {
-        if (programs_for_shared(&shared, shm, direct) != MPI_SUCCESS) *shm = NULL; /* the same on every rank */
+        if (programs_for_shared(&shared, &progs[RUN_SHARED], &progs[RUN_DIRECT]) != MPI_SUCCESS) /* the same on every rank */
+            progs[RUN_SHARED] = NULL;
         nbc_clear_error();
-        rc = programs_for_call(coll, args, NULL, entry);
+        rc = programs_for_call(coll, args, NULL, &progs[RUN_MESSAGES]);
     }
-    if (rc && *shm) cache_release(nbc_rt.sel.programs, *shm);
-    if (rc && *direct) cache_release(nbc_rt.sel.programs, *direct);
+    if (rc) cache_release_each(nbc_rt.sel.programs, progs + RUN_SHARED, RUN_CHOICES - RUN_SHARED);
     return rc;
 }
 
@@ -152,27 +152,26 @@ static int same_signature(const call_signature *x, const call_signature *y)
 
 static int memo_matches(const comm_state *cs, const call_signature *sig, int shape)
 {
-    return cs->last.entry && cs->last.epoch == programs_epoch() && cs->last.flags == shape &&
+    return cs->last.progs[RUN_MESSAGES] && cs->last.epoch == programs_epoch() && cs->last.flags == shape &&
            same_signature(&cs->last.sig, sig);
 }
 
 /* The programs of the last call, with references of their own. */
-static void memo_take(comm_state *cs, cache_entry **entry, cache_entry **shm, cache_entry **direct)
+static void memo_take(comm_state *cs, cache_entry **progs)
 {
-    cache_reacquire(nbc_rt.sel.programs, *entry = cs->last.entry);
-    if ((*shm = cs->last.shm_entry)) cache_reacquire(nbc_rt.sel.programs, *shm);
-    if ((*direct = cs->last.shm_direct)) cache_reacquire(nbc_rt.sel.programs, *direct);
+    memcpy(progs, cs->last.progs, sizeof cs->last.progs);
+    cache_reacquire_each(nbc_rt.sel.programs, progs, RUN_CHOICES);
 }
 
-static void memo_keep(comm_state *cs, const call_signature *sig, int shape, cache_entry *entry, cache_entry *shm, cache_entry *direct)
+static void memo_keep(comm_state *cs, const call_signature *sig, int shape, cache_entry *const *progs)
 {
-    int kept = cache_entry_cached(entry) && (!shm || cache_entry_cached(shm)) && (!direct || cache_entry_cached(direct));
+    int kept = 1;
+    for (int i = 0; i < RUN_CHOICES; i++) kept &= !progs[i] || cache_entry_cached(progs[i]);
     cs->last.sig = *sig;
     cs->last.flags = shape;
     cs->last.epoch = programs_epoch();
-    cs->last.entry = kept ? entry : NULL;
-    cs->last.shm_entry = kept ? shm : NULL;
-    cs->last.shm_direct = kept ? direct : NULL;
+    if (kept) memcpy(cs->last.progs, progs, sizeof cs->last.progs);
+    else memset(cs->last.progs, 0, sizeof cs->last.progs);
 }
 
 /* What the interpreter takes from the call itself: datatype, op, kernel and the buffers behind
@@ -194,14 +193,13 @@ static void set_call(struct nbc_req *r, const call *c, const reduce_kernels *ker
 static struct nbc_req *reuse_spare(comm_state *cs, const call *c, const call_signature *sig, const reduce_kernels *kernel)
 {
     struct nbc_req *r = cs->last.spare;
-    if (!r || r->entry != cs->last.entry || r->shm_entry != cs->last.shm_entry || r->shm_direct != cs->last.shm_direct)
-        return NULL;
+    if (!r || memcmp(r->progs, cs->last.progs, sizeof r->progs)) return NULL;
     req_unpark(cs);
-    cache_hits(nbc_rt.sel.programs, 1 + (r->shm_entry != NULL) + (r->shm_direct != NULL));
+    cache_hit_each(nbc_rt.sel.programs, r->progs, RUN_CHOICES);
     r->starts = r->seen_starts = 0; /* which stall reports compare across ranks */
     r->reported = 0;
     r->timeout_mark = 0, r->timeout_since_ns = 0;
-    r->st.prog = cache_entry_program(r->entry); /* the shared one after a shared run */
+    r->st.prog = cache_entry_program(r->progs[RUN_MESSAGES]); /* a shared one after a shared run */
     set_call(r, c, kernel);
     r->sig = *sig;
     return r;
@@ -241,50 +239,45 @@ int call_prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out)
     int shape = shape_of(c, commutative);
     call_signature sig = {.coll = c->coll, .count = c->coll == COLL_BARRIER ? 0 : c->count, .esize = esize,
                           .root = c->root, .op = c->op};
-    cache_entry *entry, *shm_entry = NULL, *shm_direct = NULL;
+    cache_entry *progs[RUN_CHOICES] = {NULL};
     struct nbc_req *r;
     if (chunk_bytes > 0 && c->coll == COLL_ALLREDUCE && commutative && c->count >= size && size > 1 &&
         (int64_t)c->count * esize > chunk_bytes) {
         char spec[64];
         snprintf(spec, sizeof spec, "allreduce_segmented_ring:segsize=%lld", (long long)chunk_bytes);
         compile_args args = args_of(c, &sig, size, rank, commutative);
-        if ((rc = programs_for_call(c->coll, &args, spec, &entry))) return rc;
+        if ((rc = programs_for_call(c->coll, &args, spec, &progs[RUN_MESSAGES]))) return rc;
     } else if (!memo_matches(cs, &sig, shape)) {
         compile_args args = args_of(c, &sig, size, rank, commutative);
-        if (shm_eligible(cs, c->coll)) rc = shared_programs(c->coll, &args, &entry, &shm_entry, &shm_direct);
-        else rc = programs_for_call(c->coll, &args, NULL, &entry);
+        if (shm_eligible(cs, c->coll)) rc = shared_programs(c->coll, &args, progs);
+        else rc = programs_for_call(c->coll, &args, NULL, &progs[RUN_MESSAGES]);
         if (rc) return rc;
-        memo_keep(cs, &sig, shape, entry, shm_entry, shm_direct);
+        memo_keep(cs, &sig, shape, progs);
     } else if (nbc_rt.env.trace <= 1 && (r = reuse_spare(cs, c, &sig, kernel))) {
         *out = r;
         return MPI_SUCCESS;
     } else {
-        memo_take(cs, &entry, &shm_entry, &shm_direct);
+        memo_take(cs, progs);
     }
-    const nbc_program *prog = cache_entry_program(entry), *shm_prog = shm_entry ? cache_entry_program(shm_entry) : NULL;
+    const nbc_program *prog = cache_entry_program(progs[RUN_MESSAGES]);
     if (nbc_rt.env.trace > 1) {
         compile_args args = args_of(c, &sig, size, rank, commutative);
-        trace_call(c->fn, &args, shm_prog ? shm_prog : prog);
+        trace_call(c->fn, &args, progs[RUN_SHARED] ? cache_entry_program(progs[RUN_SHARED]) : prog);
     }
 
     /* room for whichever of its programs runs */
-    size_t scratch = prog->scratch;
-    uint32_t comms = prog->max_round_comms;
-    for (int i = 0; i < 2; i++) {
-        const cache_entry *e = i ? shm_direct : shm_entry;
-        if (!e) continue;
-        if (cache_entry_program(e)->scratch > scratch) scratch = cache_entry_program(e)->scratch;
-        if (cache_entry_program(e)->max_round_comms > comms) comms = cache_entry_program(e)->max_round_comms;
+    size_t scratch = 0;
+    uint32_t comms = 0;
+    for (int i = 0; i < RUN_CHOICES; i++) {
+        const nbc_program *p = progs[i] ? cache_entry_program(progs[i]) : NULL;
+        if (p && p->scratch > scratch) scratch = p->scratch;
+        if (p && p->max_round_comms > comms) comms = p->max_round_comms;
     }
     if (!(r = req_get(scratch, (int)comms))) {
-        cache_release(nbc_rt.sel.programs, entry);
-        if (shm_entry) cache_release(nbc_rt.sel.programs, shm_entry);
-        if (shm_direct) cache_release(nbc_rt.sel.programs, shm_direct);
+        cache_release_each(nbc_rt.sel.programs, progs, RUN_CHOICES);
         return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
     }
-    r->entry = entry;
-    r->shm_entry = shm_entry;
-    r->shm_direct = shm_direct;
+    memcpy(r->progs, progs, sizeof progs);
     r->cs = cs;
     comm_hold(cs);
     r->st = (interp_state){.prog = prog, .comm = MPI_COMM_NULL, .reqs = r->reqs, .statuses = r->statuses};
@@ -305,13 +298,10 @@ void call_launch(struct nbc_req *r)
     r->st.err = MPI_SUCCESS;
     r->st.err_errno = 0; /* a restarted persistent request's last failure is not this start's */
     r->error[0] = '\0';
-    if (r->shm_entry && r->any_order) { /* flags and channels follow the calls' order */
-        cache_release(nbc_rt.sel.programs, r->shm_entry);
-        if (r->shm_direct) cache_release(nbc_rt.sel.programs, r->shm_direct);
-        r->shm_entry = r->shm_direct = NULL;
-    }
-    if (r->shm_entry) {
-        r->st.prog = cache_entry_program(r->entry);
+    if (r->any_order) /* flags and channels follow the calls' order */
+        cache_release_each(nbc_rt.sel.programs, r->progs + RUN_SHARED, RUN_CHOICES - RUN_SHARED);
+    if (r->progs[RUN_SHARED]) {
+        r->st.prog = cache_entry_program(r->progs[RUN_MESSAGES]);
         r->st.shared = NULL;
         r->shm_chosen = r->shm_published = 0;
     }

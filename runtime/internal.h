@@ -31,6 +31,12 @@ typedef struct {
     MPI_Op op;
 } call_signature;
 
+/* A call's programs, by what runs: the messages' one (always there); the shared one, or NULL
+ * when the call cannot use shared memory; and, when the shared one is the stage's
+ * (allreduce_shm_small), the one that reads the peers' buffers where every rank's are shared
+ * (allreduce_shm), or NULL. The ranks' agreement (shm.c) picks one. */
+enum { RUN_MESSAGES, RUN_SHARED, RUN_DIRECT, RUN_CHOICES };
+
 typedef struct comm_state comm_state;
 struct comm_state {
     MPI_Comm user;        /* the application's communicator; MPI_COMM_NULL once it freed it */
@@ -48,7 +54,7 @@ struct comm_state {
         call_signature sig;
         int flags;        /* in place, commutative, nbufs */
         uint64_t epoch;   /* programs_epoch() when they were looked up */
-        cache_entry *entry, *shm_entry, *shm_direct; /* not held: valid while the epoch is */
+        cache_entry *progs[RUN_CHOICES]; /* not held: valid while the epoch is */
         struct nbc_req *spare; /* a request that ran them, kept for the next call (request.c) */
     } last;
     comm_state *prev, *next;
@@ -73,7 +79,7 @@ enum { REQ_INACTIVE, REQ_ACTIVE, REQ_DONE }; /* DONE: completed, not yet reporte
 
 struct nbc_req {
     interp_state st;
-    cache_entry *entry;     /* the program, held while the request lives */
+    cache_entry *progs[RUN_CHOICES]; /* its programs (RUN_*), held while the request lives */
     comm_state *cs;         /* st.comm is set from it once its duplicate is ready */
     char *scratch;
     size_t scratch_cap;
@@ -96,11 +102,8 @@ struct nbc_req {
     char name[48];          /* nbc_name, or "" */
     call_signature sig;
     struct nbc_check *check; /* NBC_CHECK: the agreement before the program, or NULL */
-    /* shared memory (shm.c): a call that may take the shared path has two or three programs,
-     * and its ranks agree on one before running it */
-    cache_entry *shm_entry;  /* the shared program, or NULL: entry is the only one */
-    cache_entry *shm_direct; /* or NULL: when shm_entry is the stage's program, the one that reads
-                                the peers' buffers, run when every rank's are shared */
+    /* shared memory (shm.c): a call with a shared program agrees with its ranks on which of its
+     * programs to run */
     uint64_t seq;            /* ordered: its number among its communicator's calls (the same everywhere) */
     int shm_chan;            /* the channel it holds, or -1 */
     int shm_published, shm_chosen;

@@ -116,7 +116,7 @@ struct nbc_req *req_get(size_t scratch, int nreqs)
         r->reqs_cap = nreqs;
     }
     r->state = REQ_INACTIVE;
-    r->entry = NULL;
+    memset(r->progs, 0, sizeof r->progs);
     r->cs = NULL;
     r->persistent = r->any_order = r->orphan = 0;
     r->priority = r->next_priority = 0;
@@ -125,7 +125,6 @@ struct nbc_req *req_get(size_t scratch, int nreqs)
     r->timeout_mark = 0, r->timeout_since_ns = 0;
     r->name[0] = r->error[0] = '\0';
     r->check = NULL;
-    r->shm_entry = r->shm_direct = NULL;
     r->shm_chan = -1;
     live_add(r);
     return r;
@@ -134,13 +133,7 @@ oom:
     return NULL;
 }
 
-static void release_programs(struct nbc_req *r)
-{
-    if (r->entry) cache_release(nbc_rt.sel.programs, r->entry);
-    if (r->shm_entry) cache_release(nbc_rt.sel.programs, r->shm_entry);
-    if (r->shm_direct) cache_release(nbc_rt.sel.programs, r->shm_direct);
-    r->entry = r->shm_entry = r->shm_direct = NULL;
-}
+static void release_programs(struct nbc_req *r) { cache_release_each(nbc_rt.sel.programs, r->progs, RUN_CHOICES); }
 
 /* What a request lets go once the application is done with it, whether it goes back to the
  * pool or stays as its communicator's spare (which is not in the live list). */
@@ -177,8 +170,8 @@ static void release_now(struct nbc_req *r)
 static int parkable(const struct nbc_req *r)
 {
     return !r->persistent && !r->any_order && r->state == REQ_DONE && r->st.err == MPI_SUCCESS &&
-           r->cs && r->cs->user != MPI_COMM_NULL && r->st.comm != MPI_COMM_NULL && r->entry == r->cs->last.entry &&
-           r->shm_entry == r->cs->last.shm_entry && r->shm_direct == r->cs->last.shm_direct;
+           r->cs && r->cs->user != MPI_COMM_NULL && r->st.comm != MPI_COMM_NULL &&
+           !memcmp(r->progs, r->cs->last.progs, sizeof r->progs);
 }
 
 void req_release(struct nbc_req *r)
@@ -211,9 +204,7 @@ void req_drop_spare(comm_state *cs)
     struct nbc_req *r = cs->last.spare;
     if (!r) return;
     cs->last.spare = NULL;
-    cache_touch(nbc_rt.sel.programs, r->entry);
-    if (r->shm_entry) cache_touch(nbc_rt.sel.programs, r->shm_entry);
-    if (r->shm_direct) cache_touch(nbc_rt.sel.programs, r->shm_direct);
+    cache_touch_each(nbc_rt.sel.programs, r->progs, RUN_CHOICES);
     release_now(r);
 }
 
@@ -255,7 +246,7 @@ static int step(struct nbc_req *r, int may_issue)
         check_free(r);
         if (r->st.err != MPI_SUCCESS) return INTERP_DONE;
     }
-    if (r->shm_entry && !r->shm_chosen) {
+    if (r->progs[RUN_SHARED] && !r->shm_chosen) {
         if (r->st.err != MPI_SUCCESS) return INTERP_DONE; /* timed out while agreeing */
         int rc = shm_agree(r);
         if (rc < 0) return INTERP_DONE;

@@ -419,19 +419,17 @@ void shm_comm_free(comm_state *cs)
 
 /* ---- the agreement ---- */
 
-enum { MESSAGES, SHARED, DIRECT }; /* which program: r->entry, r->shm_entry, r->shm_direct */
-
-/* why: what made the ranks decline, for NBC_TRACE=2 (when they share: "", or how) */
+/* which: RUN_*; why: what made the ranks decline, for NBC_TRACE=2 (when they share: "", or how) */
 static int choose(struct nbc_req *r, int which, const char *why)
 {
-    int shared = which != MESSAGES;
+    int shared = which != RUN_MESSAGES;
     r->shm_chosen = 1;
     if (shared) nbc_rt.shm.shared_calls++;
     else nbc_rt.shm.message_calls++;
     if (nbc_rt.env.trace > 1)
         fprintf(stderr, "nbc: trace: rank %d of %d: allreduce call %llu runs %s%s\n", r->cs->rank, r->cs->size,
                 (unsigned long long)r->seq, shared ? "through shared memory" : "with messages: ", why);
-    r->st.prog = cache_entry_program(which == DIRECT ? r->shm_direct : shared ? r->shm_entry : r->entry);
+    r->st.prog = cache_entry_program(r->progs[which]);
     r->st.shared = shared ? &r->cs->shm->chan[r->shm_chan] : NULL;
     if (shared) r->st.base[SLOT_SHARED] = r->st.shared->peer_base[r->cs->rank][SLOT_SHARED];
     return 1;
@@ -471,7 +469,7 @@ static void fill_shared(struct nbc_req *r, struct shm_comm *sc, int c, const pub
 static int channel_busy(const struct nbc_req *r)
 {
     for (const struct nbc_req *a = req_first_active(); a; a = a->next)
-        if (a != r && a->cs == r->cs && a->shm_entry && !a->any_order && a->seq < r->seq && a->seq % CHANNELS == r->seq % CHANNELS)
+        if (a != r && a->cs == r->cs && a->progs[RUN_SHARED] && !a->any_order && a->seq < r->seq && a->seq % CHANNELS == r->seq % CHANNELS)
             return 1;
     return 0;
 }
@@ -516,23 +514,24 @@ static int take_stage(struct shm_comm *sc, const struct nbc_req *r, int c)
  * stage is in use, else 1. */
 static int staged(struct nbc_req *r, struct shm_comm *sc, int c)
 {
-    const nbc_program *prog = cache_entry_program(r->shm_entry);
-    if (prog->shared_bytes > STAGE_BYTES) return choose(r, MESSAGES, "the program's shared scratch is larger than the stage");
+    const nbc_program *prog = cache_entry_program(r->progs[RUN_SHARED]);
+    if (prog->shared_bytes > STAGE_BYTES) return choose(r, RUN_MESSAGES, "the program's shared scratch is larger than the stage");
     if (prog->shared_bytes && !take_stage(sc, r, c)) return 0;
     fill_shared(r, sc, c, NULL);
-    return choose(r, SHARED, "");
+    return choose(r, RUN_SHARED, "");
 }
 
 /* The agreement on the buffers, on channel c, for a program that reads the peers' (PROG_AGREE):
- * r->shm_entry, whose fallback is the messages' program, or (direct) r->shm_direct, whose
- * fallback is the stage's. With direct, private buffers go to the stage, not through the kernel
+ * the shared one, whose fallback is the messages' program, or (direct) the direct one, whose
+ * fallback is the stage's (RUN_*). With direct, private buffers go to the stage, not through the kernel
  * (its copies cost microseconds), and shm_agree has a rank whose buffers are private decline
  * at once, without waiting: only ranks whose buffers are all shared read the others' lines, so
  * a call on private buffers waits for no one more than the stage does. Returns as shm_agree
  * does, or 2: run the stage's program. */
 static int agree_buffers(struct nbc_req *r, struct shm_comm *sc, int c, int direct)
 {
-    const nbc_program *prog = cache_entry_program(direct ? r->shm_direct : r->shm_entry);
+    int which = direct ? RUN_DIRECT : RUN_SHARED;
+    const nbc_program *prog = cache_entry_program(r->progs[which]);
     int p = r->cs->size, me = r->cs->rank;
     uint64_t len = (uint64_t)r->sig.count * (uint64_t)r->sig.esize;
     if (!r->shm_published) {
@@ -551,12 +550,12 @@ static int agree_buffers(struct nbc_req *r, struct shm_comm *sc, int c, int dire
         mine->len = len;
         __atomic_store_n(&mine->stamp, r->seq + 1, __ATOMIC_RELEASE);
         r->shm_published = 1;
-        if (!ok && direct) return 2;
+        if (!ok && direct) return 2; /* shm_agree declines private buffers first; never the messages' here */
         if (!ok)
-            return choose(r, MESSAGES, !sc->taking_part ? "this rank failed earlier"
-                                     : exited         ? "a peer's process has exited"
-                                     : sc->by_kernel  ? "its elements are larger than the kernel's pieces"
-                                                      : "this rank's buffers are not from nbc_alloc_mem, and the kernel cannot reach them");
+            return choose(r, RUN_MESSAGES, !sc->taking_part ? "this rank failed earlier"
+                                         : exited         ? "a peer's process has exited"
+                                         : sc->by_kernel  ? "its elements are larger than the kernel's pieces"
+                                                          : "this rank's buffers are not from nbc_alloc_mem, and the kernel cannot reach them");
     }
     const pub_line *lines[NBC_SHM_MAX_RANKS];
     int all = 1, by_kernel = 0;
@@ -572,15 +571,15 @@ static int agree_buffers(struct nbc_req *r, struct shm_comm *sc, int c, int dire
             return -MPI_ERR_INTERN;
         }
     }
-    if (!all) return direct ? 2 : choose(r, MESSAGES, "another rank declined");
-    if (prog->shared_bytes > STAGE_BYTES) return direct ? 2 : choose(r, MESSAGES, "the program's shared scratch is larger than the stage");
+    if (!all) return direct ? 2 : choose(r, RUN_MESSAGES, "another rank declined");
+    if (prog->shared_bytes > STAGE_BYTES) return direct ? 2 : choose(r, RUN_MESSAGES, "the program's shared scratch is larger than the stage");
     if (prog->shared_bytes && !take_stage(sc, r, c)) return 0;
     fill_shared(r, sc, c, lines);
     nbc_rt.shm.direct_calls += (uint64_t)direct;
-    if (!by_kernel) return choose(r, direct ? DIRECT : SHARED, direct ? ", straight from the peers' buffers" : "");
+    if (!by_kernel) return choose(r, which, direct ? ", straight from the peers' buffers" : "");
     nbc_rt.shm.kernel_calls++;
     sc->chan[c].piece = KERNEL_PIECE / (uint64_t)r->sig.esize * (uint64_t)r->sig.esize;
-    return choose(r, SHARED, ", the private buffers through the kernel");
+    return choose(r, RUN_SHARED, ", the private buffers through the kernel");
 }
 
 int shm_agree(struct nbc_req *r)
@@ -594,11 +593,11 @@ int shm_agree(struct nbc_req *r)
     }
     if (rc == 0) return 0;
     struct shm_comm *sc = cs->shm;
-    if (sc->state == SHM_OFF) return choose(r, MESSAGES, "a rank cannot share memory with all the others");
+    if (sc->state == SHM_OFF) return choose(r, RUN_MESSAGES, "a rank cannot share memory with all the others");
     int c = (int)(r->seq % CHANNELS);
     if (r->shm_chan < 0 && channel_busy(r)) return 0;
     r->shm_chan = c;
-    if (r->shm_direct) { /* then shm_entry is the stage's program */
+    if (r->progs[RUN_DIRECT]) { /* then the shared one is the stage's */
         pub_line *mine = pub_of(sc->block[cs->rank], c);
         if (!r->shm_published) {
             uint64_t len = (uint64_t)r->sig.count * (uint64_t)r->sig.esize;
@@ -610,7 +609,7 @@ int shm_agree(struct nbc_req *r)
             }
         }
         if (!(r->shm_published && mine->declined) && (rc = agree_buffers(r, sc, c, 1)) != 2) return rc;
-    } else if (cache_entry_program(r->shm_entry)->flags & PROG_AGREE) {
+    } else if (cache_entry_program(r->progs[RUN_SHARED])->flags & PROG_AGREE) {
         return agree_buffers(r, sc, c, 0);
     }
     return staged(r, sc, c);

@@ -54,9 +54,10 @@ int shm_init(void);
  * NBC_SHM_MAX_RANKS ranks, all on this node. The same answer on every rank of the call. */
 int shm_eligible(const struct comm_state *cs, int coll);
 
-/* The agreement of a request that has a shared program (r->shm_entry): 0 while it waits for
- * its channel, the communicator's attachment or its peers; 1 once r->st.prog is the program
- * to run (the shared one, or the messages'); < 0 (an MPI error, r failed) when it cannot go on. */
+/* The agreement of a request that has a shared program (r->progs[RUN_SHARED]): 0 while it
+ * waits for its channel, the communicator's attachment or its peers; 1 once r->st.prog is the
+ * program to run (a shared one, or the messages'); < 0 (an MPI error, r failed) when it cannot
+ * go on. */
 int shm_agree(struct nbc_req *r);
 /* The request is done or gone: its channel is free for the next call. */
 void shm_end(struct nbc_req *r);

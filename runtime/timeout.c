@@ -72,7 +72,7 @@ static void expire(struct nbc_req *r, long waited_ns)
     for (int i = 0; st->shared && i < st->shared->nwaiting && lm < sizeof missing; i++) /* WAITs of a shared program */
         lm += (size_t)snprintf(missing + lm, sizeof missing - lm, "%srank %d (its signal)", nmissing++ ? ", " : "", st->shared->waiting[i]);
     if (st->shared) st->shared->nwaiting = 0;
-    if (r->shm_entry && !r->shm_chosen && lr < sizeof rest)
+    if (r->progs[RUN_SHARED] && !r->shm_chosen && lr < sizeof rest)
         lr += (size_t)snprintf(rest + lr, sizeof rest - lr, "%sthe ranks' agreement on shared memory (some rank has not started this call)", lr ? ", " : "");
     uint32_t round = st->round;
     st->round = st->prog->nrounds; /* the next step reports it done */

@@ -199,7 +199,7 @@ static void hit_allocates_nothing(void)
 }
 
 /* The schedule of an allreduce's request (its messages' program). */
-static const char *schedule_of(nbc_request r) { return cache_entry_program(r->entry)->name; }
+static const char *schedule_of(nbc_request r) { return cache_entry_program(r->progs[RUN_MESSAGES])->name; }
 
 /* A communicator remembers its last call's programs; forcing a schedule, or going back to
  * automatic selection, must still reach the very next call. */
