@@ -29,19 +29,51 @@ static void arm_wait(interp_shared *sh, int peer)
     sh->waiting[sh->nwaiting++] = peer;
 }
 
+/* The number + 1 of the call a shared program belongs to: what a peer's `left` says when it
+ * left this very call. */
+static inline uint64_t call_mark(const interp_shared *sh) { return sh->stamp >> 20; }
+
+/* Whether peer q has left this call (an acquire load: it is read rarely, and its line is
+ * written only when a rank leaves, so it stays in this core's cache). */
+static inline int peer_left(interp_shared *sh, int q)
+{
+    if (__atomic_load_n(sh->left[q], __ATOMIC_ACQUIRE) != call_mark(sh)) return 0;
+    sh->left_peer = q;
+    return 1;
+}
+
 /* Whether every WAIT of the round has seen its SIGNAL (an acquire load: what the peer wrote
- * before raising it is visible after). */
+ * before raising it is visible after): 1, 0 while not, -1 when a peer whose signal has not
+ * come has left the call (it never will). */
 static int waits_done(interp_shared *sh)
 {
     for (int i = 0; i < sh->nwaiting;) {
         int peer = sh->waiting[i];
         if (__atomic_load_n(sh->seen[peer], __ATOMIC_ACQUIRE) >= sh->stamp + sh->awaited[peer])
             sh->waiting[i] = sh->waiting[--sh->nwaiting];
+        else if (peer_left(sh, peer))
+            return -1;
         else
             i++;
     }
     return sh->nwaiting == 0;
 }
+
+/* Before a round that may touch the peers' buffers: announces it, then looks for a peer that
+ * has left (the store, the fence and the loads are the half of the withdrawal that runs here;
+ * runtime/shm.c's withdraw() runs the other). MPI_SUCCESS, or an error once a peer has left. */
+static int guard_enter(interp_shared *sh)
+{
+    __atomic_store_n(sh->using, call_mark(sh), __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    for (int q = 0; q < sh->guard; q++)
+        if (sh->left[q] && peer_left(sh, q)) return MPI_ERR_OTHER;
+    return MPI_SUCCESS;
+}
+
+/* After it: every access of the round is done (a release store: a leaving peer that reads
+ * the word clear may hand its buffers back). */
+static void guard_leave(interp_shared *sh) { __atomic_store_n(sh->using, 0, __ATOMIC_RELEASE); }
 
 /* An instruction's length in elements, for MPI. */
 static inline int elements(const nbc_insn *in, const nbc_program *p) { return (int)(in->len / p->esize); }
@@ -187,7 +219,10 @@ int interp_step(interp_state *st, int may_issue)
     while (st->round < st->prog->nrounds) {
         if (!st->posted) {
             if (!may_issue) return moved ? INTERP_MOVED : INTERP_WAITING;
-            int rc = issue_round(st);
+            interp_shared *guard = st->shared && st->shared->guard ? st->shared : NULL;
+            int rc = guard ? guard_enter(guard) : MPI_SUCCESS;
+            if (rc == MPI_SUCCESS) rc = issue_round(st);
+            if (guard) guard_leave(guard);
             st->posted = 1;
             moved = 1;
             if (rc != MPI_SUCCESS) {
@@ -214,7 +249,15 @@ int interp_step(interp_state *st, int may_issue)
             if (!done) return moved ? INTERP_MOVED : INTERP_WAITING;
             st->nreqs = 0; /* completed: nothing of this round is left to cancel */
         }
-        if (st->shared && st->shared->nwaiting && !waits_done(st->shared)) return moved ? INTERP_MOVED : INTERP_WAITING;
+        if (st->shared && st->shared->nwaiting) {
+            int w = waits_done(st->shared);
+            if (w < 0) {
+                st->err_round = st->round, st->err_req = -1;
+                abandon(st, MPI_ERR_OTHER);
+                break;
+            }
+            if (w == 0) return moved ? INTERP_MOVED : INTERP_WAITING;
+        }
         st->round++;
         st->posted = 0;
         moved = 1;

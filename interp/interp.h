@@ -36,6 +36,17 @@ typedef struct {
      * line goes to a waiting peer once (stored at the call's start, while the peer polled that
      * line, it made the line travel twice). NULL once stored. */
     uint64_t *ended, ended_value;
+    /* Withdrawal (docs/hardening.md): `left[q]` holds the number + 1 of the last call rank q
+     * left before it ended; `using` is this rank's word saying which call's peer buffers it is
+     * touching right now. A round that names the peers' buffers (guard) sets `using`, then
+     * reads every `left` (a store, a full fence, loads: the leaving rank does the mirror
+     * image), so either it sees the peer gone, or the peer waits until `using` is clear again
+     * before its call returns. A WAIT whose flag has not come reads `left` too. */
+    uint64_t *using;
+    const uint64_t *left[NBC_SHM_MAX_RANKS];
+    int guard;                                    /* the program names the peers' send or receive buffers:
+                                                     the number of ranks; else 0 */
+    int left_peer;                                /* the rank found gone, or -1 */
 } interp_shared;
 
 typedef struct {

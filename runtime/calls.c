@@ -218,6 +218,7 @@ static compile_args args_of(const call *c, const call_signature *sig, int size, 
  * a request of higher priority waits at most one such round. */
 int call_prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out)
 {
+    *out = NULL;
     int rc;
     /* a communicator seen before was checked then; its state knows rank and size */
     comm_state *cs = c->comm == MPI_COMM_NULL ? NULL : comm_state_find(c->comm);
@@ -300,10 +301,13 @@ void call_launch(struct nbc_req *r)
     r->error[0] = '\0';
     if (r->any_order) /* flags and channels follow the calls' order */
         cache_release_each(nbc_rt.sel.programs, r->progs + RUN_SHARED, RUN_CHOICES - RUN_SHARED);
+    r->timed_out = 0;
     if (r->progs[RUN_SHARED]) {
         r->st.prog = cache_entry_program(r->progs[RUN_MESSAGES]);
         r->st.shared = NULL;
         r->shm_chosen = r->shm_published = 0;
+        r->shm_in_call = 1;
+        r->shm_culprit = -1;
     }
     if (r->any_order) {
         r->st.tag = (int)(r->id % (r->cs->tag_space - STALL_TAGS));
@@ -315,13 +319,29 @@ void call_launch(struct nbc_req *r)
     req_start(r);
 }
 
+/* A call whose arguments were fine but that failed here all the same (its program does not
+ * compile for its count, memory ran out) still takes its number on the communicator, as it
+ * does on the ranks where it started, so that the calls after it stay matched; on shared
+ * memory its peers learn that it will not come. Bad arguments take none (MPI: erroneous). */
+static int not_started(const call *c, int rc)
+{
+    comm_state *cs = c->comm == MPI_COMM_NULL ? NULL : comm_state_find(c->comm);
+    if (!cs || rc == MPI_ERR_COUNT || rc == MPI_ERR_TYPE || rc == MPI_ERR_OP || rc == MPI_ERR_ROOT || rc == MPI_ERR_BUFFER ||
+        rc == MPI_ERR_COMM || rc == MPI_ERR_REQUEST)
+        return rc;
+    uint64_t seq = cs->seq;
+    comm_next_tag(cs);
+    shm_not_started(cs, seq, rc);
+    return rc;
+}
+
 int call_start(const call *c, nbc_request *request)
 {
     if (!request) return nbc_fail(MPI_ERR_REQUEST, "%s: request is NULL", c->fn);
     *request = NBC_REQUEST_NULL;
     struct nbc_req *r;
     int rc = call_prepare(c, 0, &r);
-    if (rc != MPI_SUCCESS) return rc;
+    if (rc != MPI_SUCCESS) return not_started(c, rc);
     call_launch(r);
     *request = r;
     return MPI_SUCCESS;

@@ -107,6 +107,9 @@ struct nbc_req {
     uint64_t seq;            /* ordered: its number among its communicator's calls (the same everywhere) */
     int shm_chan;            /* the channel it holds, or -1 */
     int shm_published, shm_chosen;
+    int shm_in_call;         /* started with a shared program and not yet ended (shm_end) */
+    int shm_culprit;         /* the rank whose leaving made this call fail, or -1 */
+    int timed_out;           /* NBC_TIMEOUT ended this start */
     char error[256];        /* why it failed, when it did (nbc_request_error) */
     struct nbc_req *prev, *next;       /* in the active list (by priority), or the pool */
     struct nbc_req *live_prev, *live_next; /* every request the application holds */

@@ -126,6 +126,7 @@ struct nbc_req *req_get(size_t scratch, int nreqs)
     r->name[0] = r->error[0] = '\0';
     r->check = NULL;
     r->shm_chan = -1;
+    r->shm_in_call = 0;
     live_add(r);
     return r;
 oom:
@@ -231,12 +232,25 @@ const char *req_error(struct nbc_req *r)
     return r->error;
 }
 
+/* Every way a start ends, well or not, goes through here: a failure is described, and shared
+ * memory is left (withdrawn from, when the program did not run to its end) before the
+ * application can get its buffers back. */
+static int ended(struct nbc_req *r)
+{
+    if (r->st.err != MPI_SUCCESS) {
+        if (r->st.shared) shm_explain(r);
+        failure_describe(r);
+    }
+    shm_end(r);
+    return INTERP_DONE;
+}
+
 /* A request runs once its communicator's private duplicate exists, (NBC_CHECK) once the
  * ranks agreed that they run the same collective, and (shared memory) once they agreed on
  * which of its programs they run. */
 static int step(struct nbc_req *r, int may_issue)
 {
-    if (r->st.err != MPI_SUCCESS && r->st.comm == MPI_COMM_NULL) return INTERP_DONE; /* timed out in setup */
+    if (r->st.err != MPI_SUCCESS && r->st.comm == MPI_COMM_NULL) return ended(r); /* timed out in setup */
     if (r->st.comm == MPI_COMM_NULL) {
         if (!comm_ready(r->cs, r->any_order)) return INTERP_WAITING;
         r->st.comm = r->any_order ? r->cs->any : r->cs->dup;
@@ -244,20 +258,16 @@ static int step(struct nbc_req *r, int may_issue)
     if (r->check) {
         if (!check_step(r)) return INTERP_WAITING;
         check_free(r);
-        if (r->st.err != MPI_SUCCESS) return INTERP_DONE;
+        if (r->st.err != MPI_SUCCESS) return ended(r);
     }
     if (r->progs[RUN_SHARED] && !r->shm_chosen) {
-        if (r->st.err != MPI_SUCCESS) return INTERP_DONE; /* timed out while agreeing */
+        if (r->st.err != MPI_SUCCESS) return ended(r); /* timed out while agreeing */
         int rc = shm_agree(r);
-        if (rc < 0) return INTERP_DONE;
+        if (rc < 0) return ended(r);
         if (rc == 0) return INTERP_WAITING;
     }
     int s = interp_step(&r->st, may_issue);
-    if (s == INTERP_DONE) {
-        if (r->st.err != MPI_SUCCESS) failure_describe(r);
-        shm_end(r);
-    }
-    return s;
+    return s == INTERP_DONE ? ended(r) : s;
 }
 
 long now_ns(void)

@@ -27,6 +27,7 @@
  * takes the stage at once. */
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,14 +56,29 @@ typedef struct {
     int64_t pid;
 } seg_header;
 
-typedef struct {          /* one cache line per channel, written by its rank only */
+typedef struct {          /* two cache lines per channel, written by its rank only */
     uint64_t stamp;       /* ticket + 1 once the publication below is written */
     uint64_t declined;    /* this rank runs the messages' program */
     uint64_t send_off, recv_off, len; /* its buffers, as offsets in its segment (or addresses) */
     uint64_t done;        /* ticket + 1 of the last call that ended on this channel */
     uint64_t by_kernel;   /* send_off and recv_off are addresses in its process (private memory) */
-    uint64_t pad;
+    uint64_t using;       /* ticket + 1 while a round of it touches the peers' buffers (interp.c) */
+    /* the second line changes only when the rank leaves a call early, so the peers that read
+     * it keep it in their caches */
+    uint64_t left;        /* ticket + 1 of the last call it left before the call ended */
+    uint64_t why;         /* and why: LEFT_* | culprit + 1 << 8 | MPI error class << 32 */
+    uint64_t pad2[6];
 } pub_line;
+
+/* Why a rank left a call early (the peers print it). */
+enum { LEFT_FAILED = 1, LEFT_TIMEOUT, LEFT_PEER, LEFT_ABANDONED, LEFT_NOT_STARTED };
+static const char *const left_reason[] = {
+    [LEFT_FAILED] = "its call failed",
+    [LEFT_TIMEOUT] = "its call timed out (NBC_TIMEOUT)",
+    [LEFT_PEER] = "another rank left the call first",
+    [LEFT_ABANDONED] = "its request was freed or finalized while active",
+    [LEFT_NOT_STARTED] = "the call failed there before it started",
+};
 
 typedef struct {          /* what ranks tell each other when a communicator attaches */
     uint64_t nonce, bytes, block_off;
@@ -102,6 +118,7 @@ struct shm_comm {
  * the flags raised for each rank `to` (p words) and the `ended` word (rounded up to 16 bytes),
  * then STAGE_BYTES of shared scratch. */
 _Static_assert(CHANNELS * sizeof(pub_line) <= 4096, "the channels' lines fit before the first stage");
+_Static_assert(sizeof(pub_line) == 128, "a line for the publication, one for the withdrawal");
 static size_t header_bytes(int p) { return ((size_t)(p + 1) * sizeof(uint64_t) + 15) / 16 * 16; }
 static size_t channel_bytes(int p) { return (header_bytes(p) + STAGE_BYTES + 4095) / 4096 * 4096; }
 static size_t channel_at(int p, int c) { return 4096 + (size_t)c * channel_bytes(p); }
@@ -359,7 +376,9 @@ static void set_up_channels(struct shm_comm *sc, int p, int me)
             sh->raise[q] = flag_of(sc->block[me], p, c, q);
             sh->seen[q] = flag_of(sc->block[q], p, c, me);
             sh->pid[q] = sc->hellos[q].pid;
+            sh->left[q] = q == me ? NULL : &pub_of(sc->block[q], c)->left;
         }
+        sh->using = &pub_of(sc->block[me], c)->using;
         sh->bounce = nbc_rt.shm.bounce;
     }
 }
@@ -459,10 +478,91 @@ static void fill_shared(struct nbc_req *r, struct shm_comm *sc, int c, const pub
     sh->peer_base[me][SLOT_RECV] = r->st.base[SLOT_RECV];
     sh->stamp = (r->seq + 1) << 20; /* above every flag of the calls before on this channel */
     sh->nwaiting = 0;
+    sh->guard = lines ? p : 0;
+    sh->left_peer = -1;
     /* stored with this call's first flag (a program without flags leaves the word older, which
      * take_stage's peers read as "look at the pub line") */
     sh->ended = ended_of(sc->block[me], p, c);
     sh->ended_value = pub_of(sc->block[me], next_channel(c))->done;
+}
+
+/* ---- leaving a call (docs/hardening.md: the withdrawal rule) ---- */
+
+/* Fails r because rank q left its call, naming q and q's reason. */
+static int fail_left(struct nbc_req *r, struct shm_comm *sc, int q)
+{
+    uint64_t why = __atomic_load_n(&pub_of(sc->block[q], (int)(r->seq % CHANNELS))->why, __ATOMIC_RELAXED);
+    unsigned reason = (unsigned)(why & 0xff), culprit = (unsigned)(why >> 8 & 0xffffff);
+    int cls = (int)(why >> 32);
+    char text[MPI_MAX_ERROR_STRING] = "", first[48] = "";
+    int len = 0;
+    if (reason == LEFT_FAILED && MPI_Error_string(cls, text, &len) != MPI_SUCCESS) text[0] = '\0';
+    if (reason == LEFT_PEER && culprit > 0) snprintf(first, sizeof first, " (rank %u)", culprit - 1);
+    r->shm_culprit = q;
+    req_fail(r, MPI_ERR_OTHER, "allreduce call %llu on shared memory: rank %d left it before it ended: %s%s%s%s",
+             (unsigned long long)r->seq, q, reason < sizeof left_reason / sizeof *left_reason && left_reason[reason] ? left_reason[reason] : "unknown",
+             first, text[0] ? ": " : "", text);
+    return -MPI_ERR_OTHER;
+}
+
+/* In the agreement, peer q has not published this call: 0 while it may still, or fails r
+ * once q has left it. */
+static int left_already(struct nbc_req *r, struct shm_comm *sc, int q)
+{
+    if (__atomic_load_n(&pub_of(sc->block[q], (int)(r->seq % CHANNELS))->left, __ATOMIC_ACQUIRE) != r->seq + 1) return 0;
+    return fail_left(r, sc, q);
+}
+
+/* The interpreter found a peer gone (interp_shared.left_peer): r's message names it. */
+void shm_explain(struct nbc_req *r)
+{
+    const interp_shared *sh = r->st.shared;
+    if (sh && sh->left_peer >= 0 && r->cs->shm) fail_left(r, r->cs->shm, sh->left_peer);
+}
+
+static int process_exited(const shm_map *m)
+{
+    struct pollfd f = {m->pidfd, POLLIN, 0};
+    return m->exited || (m->pidfd >= 0 && poll(&f, 1, 0) > 0);
+}
+
+/* What this rank's line says of why it leaves r's call. */
+static uint64_t why_leaving(const struct nbc_req *r)
+{
+    if (r->shm_culprit >= 0) return LEFT_PEER | (uint64_t)(r->shm_culprit + 1) << 8 | (uint64_t)MPI_ERR_OTHER << 32;
+    if (r->st.err == MPI_SUCCESS) return LEFT_ABANDONED;
+    int cls = MPI_ERR_OTHER;
+    MPI_Error_class(r->st.err, &cls);
+    return (uint64_t)(r->timed_out ? LEFT_TIMEOUT : LEFT_FAILED) | (uint64_t)(uint32_t)cls << 32;
+}
+
+/* Leaves call `seq` before it ended: says so on the channel's line (the peers then fail it
+ * too, naming this rank), and, when the peers were told where this rank's buffers are, waits
+ * until none is inside a round that touches them (interp.c's guard: each such round is a
+ * bounded piece of copying, never a wait for this rank). After this no peer reads or writes
+ * them again. */
+static void withdraw(struct shm_comm *sc, int p, int me, uint64_t seq, uint64_t why, int published)
+{
+    int c = (int)(seq % CHANNELS);
+    pub_line *mine = pub_of(sc->block[me], c);
+    __atomic_store_n(&mine->why, why, __ATOMIC_RELAXED);
+    __atomic_store_n(&mine->left, seq + 1, __ATOMIC_SEQ_CST);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (!published) return;
+    for (int q = 0; q < p; q++) {
+        if (q == me) continue;
+        const uint64_t *in_use = &pub_of(sc->block[q], c)->using;
+        while (__atomic_load_n(in_use, __ATOMIC_ACQUIRE) == seq + 1 && !(sc->map[q] && process_exited(sc->map[q])))
+            sched_yield();
+    }
+}
+
+void shm_not_started(comm_state *cs, uint64_t seq, int err)
+{
+    struct shm_comm *sc = cs->shm;
+    int cls = MPI_ERR_OTHER;
+    MPI_Error_class(err, &cls);
+    if (sc && sc->state == ATTACHED) withdraw(sc, cs->size, cs->rank, seq, LEFT_NOT_STARTED | (uint64_t)(uint32_t)cls << 32, 0);
 }
 
 /* Whether an earlier call of r's channel that may use shared memory is still active here. */
@@ -563,7 +663,7 @@ static int agree_buffers(struct nbc_req *r, struct shm_comm *sc, int c, int dire
     for (int q = 0; q < p; q++) {
         if (q == me) continue;
         lines[q] = pub_of(sc->block[q], c);
-        if (__atomic_load_n(&lines[q]->stamp, __ATOMIC_ACQUIRE) != r->seq + 1) return 0;
+        if (__atomic_load_n(&lines[q]->stamp, __ATOMIC_ACQUIRE) != r->seq + 1) return left_already(r, sc, q);
         if (lines[q]->declined || lines[q]->len != len) all = 0; /* different lengths: both sides see it */
         else if (lines[q]->by_kernel) by_kernel = 1;             /* the kernel checks the addresses */
         else if (len > sc->bytes[q] || lines[q]->send_off > sc->bytes[q] - len || lines[q]->recv_off > sc->bytes[q] - len) {
@@ -617,13 +717,19 @@ int shm_agree(struct nbc_req *r)
 
 void shm_end(struct nbc_req *r)
 {
+    if (!r->shm_in_call) return;
+    r->shm_in_call = 0;
     struct shm_comm *sc = r->cs ? r->cs->shm : NULL;
-    if (r->shm_chan < 0) return;
-    if (sc) {
-        if (sc->block[r->cs->rank]) __atomic_store_n(&pub_of(sc->block[r->cs->rank], r->shm_chan)->done, r->seq + 1, __ATOMIC_RELEASE);
-        /* a shared program that failed half-way leaves flags the peers cannot trust: this rank
-         * declines from now on, which its peers see on its line */
-        if (r->st.shared && r->st.err != MPI_SUCCESS) sc->taking_part = 0;
+    if (sc && sc->state == ATTACHED) {
+        int me = r->cs->rank;
+        /* anything but a program run to its end without error leaves the call early */
+        if (r->st.err != MPI_SUCCESS || r->st.round < r->st.prog->nrounds) {
+            const pub_line *mine = pub_of(sc->block[me], (int)(r->seq % CHANNELS));
+            withdraw(sc, r->cs->size, me, r->seq, why_leaving(r), r->shm_published && !mine->declined);
+            /* flags the peers cannot trust: this rank declines from now on, which they see */
+            if (r->st.shared) sc->taking_part = 0;
+        }
+        if (r->shm_chan >= 0) __atomic_store_n(&pub_of(sc->block[me], r->shm_chan)->done, r->seq + 1, __ATOMIC_RELEASE);
     }
     r->st.shared = NULL; /* the channel's, which the next call on it takes */
     r->shm_chan = -1;

@@ -59,8 +59,14 @@ int shm_eligible(const struct comm_state *cs, int coll);
  * program to run (a shared one, or the messages'); < 0 (an MPI error, r failed) when it cannot
  * go on. */
 int shm_agree(struct nbc_req *r);
-/* The request is done or gone: its channel is free for the next call. */
+/* The request is done or gone: its channel is free for the next call. One that did not run
+ * its program to the end withdraws first: its peers stop touching its buffers and learn
+ * that it left (docs/hardening.md). */
 void shm_end(struct nbc_req *r);
+/* The interpreter found that a peer left r's call: r's message names the peer and its reason. */
+void shm_explain(struct nbc_req *r);
+/* Call `seq` failed here before it became a request: its peers learn it (err: the reason). */
+void shm_not_started(struct comm_state *cs, uint64_t seq, int err);
 void shm_comm_free(struct comm_state *cs);
 
 int shm_alloc(size_t size, void *baseptr);

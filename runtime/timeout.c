@@ -25,6 +25,7 @@ static void expire_setup(struct nbc_req *r, long waited_ns)
 {
     char where[200];
     failure_where(r, 0, where, sizeof where);
+    r->timed_out = 1;
     req_fail(r, MPI_ERR_OTHER, "%s timed out after %.1f s (NBC_TIMEOUT=%.1f) before it started: the duplication of the "
              "communicator (every rank's first collective on it) has not completed; some rank has not called it",
              where, waited_ns * 1e-9, nbc_rt.env.timeout_ns * 1e-9);
@@ -77,6 +78,7 @@ static void expire(struct nbc_req *r, long waited_ns)
     uint32_t round = st->round;
     st->round = st->prog->nrounds; /* the next step reports it done */
     st->err_round = round, st->err_req = -1;
+    r->timed_out = 1;
     req_fail(r, MPI_ERR_OTHER, "%s timed out after %.1f s (NBC_TIMEOUT=%.1f): %s%s%s%s%s", where, waited_ns * 1e-9, nbc_rt.env.timeout_ns * 1e-9,
              nmissing ? "no answer from " : "", missing, nmissing && lr ? "; " : "", lr ? "not completed: " : "", rest);
 }

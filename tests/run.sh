@@ -176,6 +176,11 @@ for p in $4; do
     ASAN_OPTIONS=detect_leaks=0 suite "mpi_shm p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_shm"
 done
 NBC_TIMEOUT=1 ASAN_OPTIONS=detect_leaks=0 suite "mpi_shm withheld" $MPIEXEC -n 2 "$BUILD/tests/mpi_shm" --withhold
+# a rank that leaves a shared call early (timeout, a call that cannot start): its peers learn it
+# and never touch its buffers again
+for p in 2 3; do
+    ASAN_OPTIONS=detect_leaks=0 suite "mpi_leave p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_leave"
+done
 # private buffers above the stages' size go back to messages when the kernel may not copy them
 NBC_SHM_KERNEL=0 ASAN_OPTIONS=detect_leaks=0 suite "mpi_shm, no copies through the kernel, p=3" $MPIEXEC -n 3 "$BUILD/tests/mpi_shm"
 # a communicator remembers its last call's programs (runtime/calls.c): with a cache of one
