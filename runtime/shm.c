@@ -259,7 +259,9 @@ int shm_init(void)
 
 int shm_eligible(const comm_state *cs, int coll)
 {
-    return coll == COLL_ALLREDUCE && nbc_rt.shm.enabled && cs->size > 1 && cs->size <= NBC_SHM_MAX_RANKS;
+    /* not nbc_rt.shm.enabled, which is this rank's own view (NBC_SHM, what the launcher says):
+     * the attachment makes it every rank's, so that one rank's "no" sends all to messages */
+    return coll == COLL_ALLREDUCE && cs->size > 1 && cs->size <= NBC_SHM_MAX_RANKS;
 }
 
 /* ---- attaching a communicator ---- */
@@ -319,7 +321,7 @@ static int attach_start(comm_state *cs, struct nbc_req *r)
     sc->bytes = calloc((size_t)p, sizeof *sc->bytes);
     sc->chan = calloc(CHANNELS, sizeof *sc->chan);
     if (!sc->hellos || !sc->mapped_all || !sc->reqs || !sc->seg || !sc->map || !sc->block || !sc->bytes || !sc->chan) return MPI_ERR_NO_MEM;
-    uint64_t off = segment() ? heap_alloc(block_bytes(p)) : 0;
+    uint64_t off = nbc_rt.shm.enabled && segment() ? heap_alloc(block_bytes(p)) : 0;
     if (off) { /* the lines and flags start at zero (the scratch needs none) */
         memset(nbc_rt.shm.base + off, 0, CHANNELS * sizeof(pub_line));
         for (int c = 0; c < CHANNELS; c++) memset(nbc_rt.shm.base + off + channel_at(p, c), 0, header_bytes(p));
@@ -346,8 +348,9 @@ static int reach_peer(const hello *h)
  * reach all their memory too. */
 static int map_all(comm_state *cs, struct shm_comm *sc)
 {
-    int all = 1, reached = nbc_rt.shm.kernel;
+    int all = sc->mine.ok, reached = nbc_rt.shm.kernel;
     sc->hellos[cs->rank] = sc->mine;
+    if (!all) return 0; /* this rank does not share (NBC_SHM=0, not on one node, no segment) */
     for (int q = 0; q < cs->size; q++) {
         const hello *h = &sc->hellos[q];
         sc->map[q] = h->ok && q != cs->rank ? map_peer(h) : NULL;

@@ -8,7 +8,7 @@
  * peer that only learned by timing out fails the check on the message. In each case rank 1
  * comes late; rank 0 times out, fills its receive buffer with a sentinel and keeps it until
  * rank 1 says it is done: no byte of it may change. Each case has a communicator of its own.
- * Every rank prints its own checks. */
+ * Every rank prints its own checks. --disagree: decisions that one rank makes alone. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,18 +110,59 @@ static void not_started(void)
     MPI_Comm_free(&comm);
 }
 
+/* --disagree VAR=VALUE: rank 1 alone runs with VAR set (NBC_SHM=0, or a launcher that tells
+ * it that it is alone on its node): the ranks still agree on one path, and every sum is exact,
+ * on shared and private buffers, at the stage's, the direct program's and larger sizes. */
+static void disagreeing(const char *setting)
+{
+    static const int counts[] = {1, 7, 200, 2048, 70000, 300000};
+    for (int shared = 0; shared < 2; shared++)
+        for (size_t k = 0; k < sizeof counts / sizeof *counts; k++) {
+            int count = counts[k];
+            double *send, *recv;
+            if (shared) {
+                nbc_alloc_mem((MPI_Aint)(count * sizeof(double)), &send);
+                nbc_alloc_mem((MPI_Aint)(count * sizeof(double)), &recv);
+            } else {
+                send = malloc(count * sizeof(double));
+                recv = malloc(count * sizeof(double));
+            }
+            for (int i = 0; i < count; i++) send[i] = rank + 1 + i % 5;
+            nbc_request req;
+            int rc = nbc_iallreduce(send, recv, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req);
+            if (rc == MPI_SUCCESS) rc = nbc_wait(&req);
+            int right = rc == MPI_SUCCESS;
+            for (int i = 0; right && i < count; i++) right = recv[i] == size * (size + 1) / 2 + size * (i % 5);
+            char name[160];
+            snprintf(name, sizeof name, "with %s on rank 1 only: %d doubles on %s buffers", setting, count, shared ? "shared" : "private");
+            check(right, name, "wrong or failed: ", rc == MPI_SUCCESS ? "wrong sum" : nbc_error_message());
+            if (shared) {
+                nbc_free_mem(send);
+                nbc_free_mem(recv);
+            } else {
+                free(send);
+                free(recv);
+            }
+        }
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const char *disagree = argc > 2 && !strcmp(argv[1], "--disagree") ? argv[2] : NULL;
+    if (disagree && rank == 1) putenv((char *)disagree);
     setenv("NBC_TIMEOUT", rank == 0 ? "1" : "60", 1);
+    if (disagree) setenv("NBC_TIMEOUT", "60", 1); /* a hang fails, late */
     if (nbc_init() != MPI_SUCCESS) {
         printf("FAIL nbc_init (rank %d): %s\n", rank, nbc_error_message());
         return 1;
     }
     if (size < 2) {
         printf("skip mpi_leave: needs 2 ranks or more\n");
+    } else if (disagree) {
+        disagreeing(disagree);
     } else {
         late_peer("the stage: a late peer learns that rank 0 left", 256, 0);
         late_peer("shared buffers, direct: a late peer learns that rank 0 left and writes nothing", 8192, 1);

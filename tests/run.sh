@@ -181,6 +181,10 @@ NBC_TIMEOUT=1 ASAN_OPTIONS=detect_leaks=0 suite "mpi_shm withheld" $MPIEXEC -n 2
 for p in 2 3; do
     ASAN_OPTIONS=detect_leaks=0 suite "mpi_leave p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_leave"
 done
+# what one rank decides alone (NBC_SHM, the launcher's word on who shares its node) is agreed
+for v in NBC_SHM=0 MPI_LOCALNRANKS=1; do
+    ASAN_OPTIONS=detect_leaks=0 suite "mpi_leave --disagree $v p=3" $MPIEXEC -n 3 "$BUILD/tests/mpi_leave" --disagree "$v"
+done
 # private buffers above the stages' size go back to messages when the kernel may not copy them
 NBC_SHM_KERNEL=0 ASAN_OPTIONS=detect_leaks=0 suite "mpi_shm, no copies through the kernel, p=3" $MPIEXEC -n 3 "$BUILD/tests/mpi_shm"
 # a communicator remembers its last call's programs (runtime/calls.c): with a cache of one
