@@ -86,6 +86,17 @@ typedef struct {          /* what ranks tell each other when a communicator atta
     int32_t pid, fd, ok, pad;
 } hello;
 
+/* A block whose communicator this rank freed, kept until every rank has let go of it: the
+ * peers may still be reading this rank's last flags in it. Each rank, when it frees its state
+ * of the communicator (after its last call there ended), sets its bit in every rank's
+ * `detached` word; a peer whose process has exited counts as detached. */
+typedef struct retired {
+    uint64_t off;
+    int p;
+    shm_map **map;        /* [p]: the peers' processes */
+    struct retired *next;
+} retired;
+
 struct shm_span {
     uint64_t off, size;
     int used;
@@ -119,6 +130,7 @@ struct shm_comm {
  * then STAGE_BYTES of shared scratch. */
 _Static_assert(CHANNELS * sizeof(pub_line) <= 4096, "the channels' lines fit before the first stage");
 _Static_assert(sizeof(pub_line) == 128, "a line for the publication, one for the withdrawal");
+_Static_assert(CHANNELS * sizeof(pub_line) + sizeof(uint64_t) <= 4096, "the detached word fits too");
 static size_t header_bytes(int p) { return ((size_t)(p + 1) * sizeof(uint64_t) + 15) / 16 * 16; }
 static size_t channel_bytes(int p) { return (header_bytes(p) + STAGE_BYTES + 4095) / 4096 * 4096; }
 static size_t channel_at(int p, int c) { return 4096 + (size_t)c * channel_bytes(p); }
@@ -130,6 +142,7 @@ static uint64_t *flag_of(char *block, int p, int c, int to) { return (uint64_t *
  * last ran a shared program on c. A peer that waits for its flags there reads it in the same
  * cache line, so it rarely needs to read that pub line itself (take_stage). */
 static uint64_t *ended_of(char *block, int p, int c) { return (uint64_t *)(void *)(block + channel_at(p, c)) + p; }
+static uint64_t *detached_of(char *block) { return (uint64_t *)(void *)(block + CHANNELS * sizeof(pub_line)); }
 static int next_channel(int c) { return (c + 1) % CHANNELS; }
 static int channel_before(int c) { return (c + CHANNELS - 1) % CHANNELS; }
 
@@ -161,6 +174,8 @@ static int segment(void)
     s->spans = all;
     return 1;
 }
+
+static void sweep_retired(void);
 
 /* First fit; 0 when nothing fits. */
 static uint64_t heap_alloc(uint64_t size)
@@ -218,6 +233,11 @@ int shm_alloc(size_t size, void *baseptr)
     void *p = NULL;
     if (size == 0) size = 1;
     if (nbc_rt.shm.enabled && segment()) {
+        uint64_t off = heap_alloc(size);
+        if (off) p = nbc_rt.shm.base + off;
+    }
+    if (!p && nbc_rt.shm.retired) { /* blocks of freed communicators may have been let go of since */
+        sweep_retired();
         uint64_t off = heap_alloc(size);
         if (off) p = nbc_rt.shm.base + off;
     }
@@ -306,6 +326,28 @@ static int exchange(struct shm_comm *sc, comm_state *cs, MPI_Comm comm, const vo
     return MPI_SUCCESS;
 }
 
+static int process_exited(const shm_map *m);
+
+/* Frees the retired blocks every rank has let go of. */
+static void sweep_retired(void)
+{
+    for (retired **at = &nbc_rt.shm.retired; *at;) {
+        retired *b = *at;
+        uint64_t all = b->p == 64 ? ~0ull : (1ull << b->p) - 1;
+        uint64_t missing = all & ~__atomic_load_n(detached_of(nbc_rt.shm.base + b->off), __ATOMIC_ACQUIRE);
+        for (int q = 0; q < b->p; q++)
+            if ((missing >> q & 1) && b->map[q] && process_exited(b->map[q])) missing &= ~(1ull << q);
+        if (missing) {
+            at = &b->next;
+            continue;
+        }
+        heap_free(b->off);
+        *at = b->next;
+        free(b->map);
+        free(b);
+    }
+}
+
 static int attach_start(comm_state *cs, struct nbc_req *r)
 {
     int p = cs->size;
@@ -321,9 +363,10 @@ static int attach_start(comm_state *cs, struct nbc_req *r)
     sc->bytes = calloc((size_t)p, sizeof *sc->bytes);
     sc->chan = calloc(CHANNELS, sizeof *sc->chan);
     if (!sc->hellos || !sc->mapped_all || !sc->reqs || !sc->seg || !sc->map || !sc->block || !sc->bytes || !sc->chan) return MPI_ERR_NO_MEM;
+    sweep_retired();
     uint64_t off = nbc_rt.shm.enabled && segment() ? heap_alloc(block_bytes(p)) : 0;
     if (off) { /* the lines and flags start at zero (the scratch needs none) */
-        memset(nbc_rt.shm.base + off, 0, CHANNELS * sizeof(pub_line));
+        memset(nbc_rt.shm.base + off, 0, CHANNELS * sizeof(pub_line) + sizeof(uint64_t));
         for (int c = 0; c < CHANNELS; c++) memset(nbc_rt.shm.base + off + channel_at(p, c), 0, header_bytes(p));
     }
     sc->mine = (hello){nbc_rt.shm.nonce, nbc_rt.shm.bytes, off, (uint64_t)(uintptr_t)&nbc_rt.shm.nonce, getpid(), nbc_rt.shm.fd, off != 0, 0};
@@ -426,7 +469,18 @@ void shm_comm_free(comm_state *cs)
             MPI_Cancel(&sc->reqs[i]);
             MPI_Request_free(&sc->reqs[i]);
         }
-    /* The block stays allocated: a peer may still be about to read this rank's last flags. */
+    if (sc->state == ATTACHED) { /* this rank lets go of every rank's block; its own waits for the others */
+        retired *b = malloc(sizeof *b);
+        for (int q = 0; q < cs->size; q++) __atomic_fetch_or(detached_of(sc->block[q]), 1ull << cs->rank, __ATOMIC_RELEASE);
+        if (b) {
+            *b = (retired){sc->mine.block_off, cs->size, sc->map, nbc_rt.shm.retired};
+            sc->map = NULL;
+            nbc_rt.shm.retired = b;
+        }
+        sweep_retired();
+    } else if (sc->mine.ok && sc->nreqs == 0) { /* no peer reads it: attaching ended without sharing */
+        heap_free(sc->mine.block_off);
+    }
     free(sc->hellos);
     free(sc->mapped_all);
     free(sc->reqs);

@@ -22,6 +22,7 @@ struct call;
 /* The process's part of nbc_rt (state.h); shm.c alone writes it. */
 typedef struct shm_span shm_span;
 typedef struct shm_map shm_map;
+typedef struct retired retired;
 struct shm_map {          /* a peer's process and segment, mapped here once for all communicators */
     int32_t pid, fd;
     uint64_t nonce, bytes;
@@ -40,6 +41,7 @@ typedef struct {
     int failed;           /* could not be made: everything falls back to messages and malloc */
     shm_span *spans;      /* the heap, in address order */
     shm_map *maps;        /* peers' segments mapped here */
+    retired *retired;     /* blocks of freed communicators that peers may still read */
     long polled_ns;       /* when their pidfds were last polled (now_ns) */
     char *bounce;         /* interp/remote.c's three pieces, for the process's life like the maps */
     uint64_t shared_calls, message_calls; /* how agreements ended (tests read them) */

@@ -362,6 +362,28 @@ static void on_alarm(int sig)
     _exit(2);
 }
 
+/* --communicators N (NBC_SHM_BYTES small): N communicators made, used once on shared memory and
+ * freed, one after the other; each call still takes the shared path, since a freed
+ * communicator's block goes back to the segment once every rank let go of it. */
+static void communicators(int n)
+{
+    int shared = 0, right = 1;
+    for (int i = 0; i < n; i++) {
+        MPI_Comm comm;
+        MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+        double x = rank + 1, sum = 0;
+        uint64_t before = nbc_rt.shm.shared_calls;
+        nbc_request req;
+        int rc = nbc_iallreduce(&x, &sum, 1, MPI_DOUBLE, MPI_SUM, comm, &req);
+        if (rc == MPI_SUCCESS) rc = nbc_wait(&req);
+        right &= rc == MPI_SUCCESS && sum == size * (size + 1) / 2;
+        shared += nbc_rt.shm.shared_calls > before;
+        MPI_Comm_free(&comm);
+    }
+    check(right, "every call on a new communicator is right", "a wrong sum or a failure");
+    check(shared == n, "every freed communicator's block is reused: all calls shared", "%d of %d calls shared", shared, n);
+}
+
 int main(int argc, char **argv)
 {
     /* NBC_PROGRESS_THREAD=1 runs the suite with the progress thread, which needs this */
@@ -384,6 +406,15 @@ int main(int argc, char **argv)
                           {"int noncommutative", MPI_INT, noncomm, sizeof(int)}};
     int nkinds = sizeof kinds / sizeof *kinds;
     check(nbc_rt.shm.enabled, "sharing is on", "NBC_SHM or the launcher turned it off");
+    if (argc > 2 && !strcmp(argv[1], "--communicators")) {
+        communicators(atoi(argv[2]));
+        for (int i = 1; i < nchecks; i++)
+            printf("%s %s p=%d%s%s\n", failed[i] ? "FAIL" : "ok", names[i], size, failed[i] ? ": " : "", why[i]);
+        fflush(stdout);
+        nbc_finalize();
+        MPI_Finalize();
+        return 0;
+    }
     if (argc > 1 && !strcmp(argv[1], "--withhold")) {
         withheld();
         if (nbc_rt.shm.kernel) refused_by_kernel();

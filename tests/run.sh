@@ -176,6 +176,10 @@ for p in $4; do
     ASAN_OPTIONS=detect_leaks=0 suite "mpi_shm p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_shm"
 done
 NBC_TIMEOUT=1 ASAN_OPTIONS=detect_leaks=0 suite "mpi_shm withheld" $MPIEXEC -n 2 "$BUILD/tests/mpi_shm" --withhold
+# a freed communicator's block of the segment is reused: 60 of them in a segment of 8 MiB (room for 6)
+for p in 2 3; do
+    NBC_SHM_BYTES=8388608 ASAN_OPTIONS=detect_leaks=0 suite "mpi_shm 60 communicators p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_shm" --communicators 60
+done
 # a rank that leaves a shared call early (timeout, a call that cannot start): its peers learn it
 # and never touch its buffers again
 for p in 2 3; do
