@@ -15,6 +15,7 @@ static inline char *operand(const interp_state *st, unsigned slot, uint64_t off,
 static void raise_flag(interp_shared *sh, int peer)
 {
     if (sh->ended) {
+        __atomic_store_n(sh->bytes_word, sh->bytes, __ATOMIC_RELAXED); /* the flag's release publishes it */
         __atomic_store_n(sh->ended, sh->ended_value, __ATOMIC_RELEASE);
         sh->ended = NULL;
     }
@@ -44,14 +45,18 @@ static inline int peer_left(interp_shared *sh, int q)
 
 /* Whether every WAIT of the round has seen its SIGNAL (an acquire load: what the peer wrote
  * before raising it is visible after): 1, 0 while not, -1 when a peer whose signal has not
- * come has left the call (it never will). */
+ * come has left the call (it never will), or one whose has came with another length. */
 static int waits_done(interp_shared *sh)
 {
     for (int i = 0; i < sh->nwaiting;) {
         int peer = sh->waiting[i];
-        if (__atomic_load_n(sh->seen[peer], __ATOMIC_ACQUIRE) >= sh->stamp + sh->awaited[peer])
+        if (__atomic_load_n(sh->seen[peer], __ATOMIC_ACQUIRE) >= sh->stamp + sh->awaited[peer]) {
+            if (__atomic_load_n(sh->peer_bytes[peer], __ATOMIC_RELAXED) != sh->bytes) {
+                sh->other_bytes_peer = peer;
+                return -1;
+            }
             sh->waiting[i] = sh->waiting[--sh->nwaiting];
-        else if (peer_left(sh, peer))
+        } else if (peer_left(sh, peer))
             return -1;
         else
             i++;

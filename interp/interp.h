@@ -47,6 +47,11 @@ typedef struct {
     int guard;                                    /* the program names the peers' send or receive buffers:
                                                      the number of ranks; else 0 */
     int left_peer;                                /* the rank found gone, or -1 */
+    /* The call's length in bytes, stored with the first SIGNAL; a WAIT compares each peer's
+     * with it once the peer's flag has come (the same cache line): different lengths fail. */
+    uint64_t *bytes_word, bytes;
+    const uint64_t *peer_bytes[NBC_SHM_MAX_RANKS];
+    int other_bytes_peer;                         /* a rank that called with another length, or -1 */
 } interp_shared;
 
 typedef struct {

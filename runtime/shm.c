@@ -71,13 +71,14 @@ typedef struct {          /* two cache lines per channel, written by its rank on
 } pub_line;
 
 /* Why a rank left a call early (the peers print it). */
-enum { LEFT_FAILED = 1, LEFT_TIMEOUT, LEFT_PEER, LEFT_ABANDONED, LEFT_NOT_STARTED };
+enum { LEFT_FAILED = 1, LEFT_TIMEOUT, LEFT_PEER, LEFT_ABANDONED, LEFT_NOT_STARTED, LEFT_EMPTY };
 static const char *const left_reason[] = {
     [LEFT_FAILED] = "its call failed",
     [LEFT_TIMEOUT] = "its call timed out (NBC_TIMEOUT)",
     [LEFT_PEER] = "another rank left the call first",
     [LEFT_ABANDONED] = "its request was freed or finalized while active",
     [LEFT_NOT_STARTED] = "the call failed there before it started",
+    [LEFT_EMPTY] = "it called it with no elements (count 0)",
 };
 
 typedef struct {          /* what ranks tell each other when a communicator attaches */
@@ -131,7 +132,7 @@ struct shm_comm {
 _Static_assert(CHANNELS * sizeof(pub_line) <= 4096, "the channels' lines fit before the first stage");
 _Static_assert(sizeof(pub_line) == 128, "a line for the publication, one for the withdrawal");
 _Static_assert(CHANNELS * sizeof(pub_line) + sizeof(uint64_t) <= 4096, "the detached word fits too");
-static size_t header_bytes(int p) { return ((size_t)(p + 1) * sizeof(uint64_t) + 15) / 16 * 16; }
+static size_t header_bytes(int p) { return ((size_t)(p + 2) * sizeof(uint64_t) + 15) / 16 * 16; }
 static size_t channel_bytes(int p) { return (header_bytes(p) + STAGE_BYTES + 4095) / 4096 * 4096; }
 static size_t channel_at(int p, int c) { return 4096 + (size_t)c * channel_bytes(p); }
 static size_t stage_at(int p, int c) { return channel_at(p, c) + header_bytes(p); }
@@ -142,6 +143,9 @@ static uint64_t *flag_of(char *block, int p, int c, int to) { return (uint64_t *
  * last ran a shared program on c. A peer that waits for its flags there reads it in the same
  * cache line, so it rarely needs to read that pub line itself (take_stage). */
 static uint64_t *ended_of(char *block, int p, int c) { return (uint64_t *)(void *)(block + channel_at(p, c)) + p; }
+/* Channel c's `bytes`: the length of the call whose flags follow, stored with the first one; a
+ * peer compares it with its own when it sees a flag, in the same cache line. */
+static uint64_t *bytes_of(char *block, int p, int c) { return (uint64_t *)(void *)(block + channel_at(p, c)) + p + 1; }
 static uint64_t *detached_of(char *block) { return (uint64_t *)(void *)(block + CHANNELS * sizeof(pub_line)); }
 static int next_channel(int c) { return (c + 1) % CHANNELS; }
 static int channel_before(int c) { return (c + CHANNELS - 1) % CHANNELS; }
@@ -423,7 +427,9 @@ static void set_up_channels(struct shm_comm *sc, int p, int me)
             sh->seen[q] = flag_of(sc->block[q], p, c, me);
             sh->pid[q] = sc->hellos[q].pid;
             sh->left[q] = q == me ? NULL : &pub_of(sc->block[q], c)->left;
+            sh->peer_bytes[q] = bytes_of(sc->block[q], p, c);
         }
+        sh->bytes_word = bytes_of(sc->block[me], p, c);
         sh->using = &pub_of(sc->block[me], c)->using;
         sh->bounce = nbc_rt.shm.bounce;
     }
@@ -536,7 +542,8 @@ static void fill_shared(struct nbc_req *r, struct shm_comm *sc, int c, const pub
     sh->stamp = (r->seq + 1) << 20; /* above every flag of the calls before on this channel */
     sh->nwaiting = 0;
     sh->guard = lines ? p : 0;
-    sh->left_peer = -1;
+    sh->left_peer = sh->other_bytes_peer = -1;
+    sh->bytes = (uint64_t)r->sig.count * (uint64_t)r->sig.esize;
     /* stored with this call's first flag (a program without flags leaves the word older, which
      * take_stage's peers read as "look at the pub line") */
     sh->ended = ended_of(sc->block[me], p, c);
@@ -570,11 +577,24 @@ static int left_already(struct nbc_req *r, struct shm_comm *sc, int q)
     return fail_left(r, sc, q);
 }
 
-/* The interpreter found a peer gone (interp_shared.left_peer): r's message names it. */
+/* Rank q called call r->seq with `theirs` bytes, this rank with `mine` (MPI: erroneous; here an
+ * error on every rank, never a wrong sum or a hang). */
+static int fail_bytes(struct nbc_req *r, int q, uint64_t theirs, uint64_t mine)
+{
+    r->shm_culprit = -1;
+    req_fail(r, MPI_ERR_COUNT, "allreduce call %llu on shared memory: rank %d called it with %llu bytes, this rank with %llu",
+             (unsigned long long)r->seq, q, (unsigned long long)theirs, (unsigned long long)mine);
+    return -MPI_ERR_COUNT;
+}
+
+/* The interpreter found a peer gone, or one that called with another length (interp_shared):
+ * r's message names it. */
 void shm_explain(struct nbc_req *r)
 {
     const interp_shared *sh = r->st.shared;
-    if (sh && sh->left_peer >= 0 && r->cs->shm) fail_left(r, r->cs->shm, sh->left_peer);
+    if (!sh || !r->cs->shm) return;
+    if (sh->left_peer >= 0) fail_left(r, r->cs->shm, sh->left_peer);
+    else if (sh->other_bytes_peer >= 0) fail_bytes(r, sh->other_bytes_peer, *sh->peer_bytes[sh->other_bytes_peer], sh->bytes);
 }
 
 static int process_exited(const shm_map *m)
@@ -672,6 +692,13 @@ static int take_stage(struct shm_comm *sc, const struct nbc_req *r, int c)
 static int staged(struct nbc_req *r, struct shm_comm *sc, int c)
 {
     const nbc_program *prog = cache_entry_program(r->progs[RUN_SHARED]);
+    if (!r->shm_published) { /* a peer whose call reads the lines (another length) sees this one */
+        pub_line *mine = pub_of(sc->block[r->cs->rank], c);
+        mine->declined = 1;
+        mine->len = (uint64_t)r->sig.count * (uint64_t)r->sig.esize;
+        __atomic_store_n(&mine->stamp, r->seq + 1, __ATOMIC_RELEASE);
+        r->shm_published = 1;
+    }
     if (prog->shared_bytes > STAGE_BYTES) return choose(r, RUN_MESSAGES, "the program's shared scratch is larger than the stage");
     if (prog->shared_bytes && !take_stage(sc, r, c)) return 0;
     fill_shared(r, sc, c, NULL);
@@ -721,7 +748,8 @@ static int agree_buffers(struct nbc_req *r, struct shm_comm *sc, int c, int dire
         if (q == me) continue;
         lines[q] = pub_of(sc->block[q], c);
         if (__atomic_load_n(&lines[q]->stamp, __ATOMIC_ACQUIRE) != r->seq + 1) return left_already(r, sc, q);
-        if (lines[q]->declined || lines[q]->len != len) all = 0; /* different lengths: both sides see it */
+        if (lines[q]->len != len) return fail_bytes(r, q, lines[q]->len, len);
+        if (lines[q]->declined) all = 0;
         else if (lines[q]->by_kernel) by_kernel = 1;             /* the kernel checks the addresses */
         else if (len > sc->bytes[q] || lines[q]->send_off > sc->bytes[q] - len || lines[q]->recv_off > sc->bytes[q] - len) {
             req_fail(r, MPI_ERR_INTERN, "rank %d published buffers outside its shared segment", q);
@@ -761,6 +789,7 @@ int shm_agree(struct nbc_req *r)
             if (!sc->taking_part || segment_offset(r->st.base[SLOT_SEND], len) < 0 || segment_offset(r->st.base[SLOT_RECV], len) < 0) {
                 /* private buffers, the common case: declined at once, without agree_buffers' work */
                 mine->declined = 1;
+                mine->len = len;
                 __atomic_store_n(&mine->stamp, r->seq + 1, __ATOMIC_RELEASE);
                 r->shm_published = 1;
             }
@@ -785,6 +814,8 @@ void shm_end(struct nbc_req *r)
             withdraw(sc, r->cs->size, me, r->seq, why_leaving(r), r->shm_published && !mine->declined);
             /* flags the peers cannot trust: this rank declines from now on, which they see */
             if (r->st.shared) sc->taking_part = 0;
+        } else if (r->sig.count == 0 && r->st.shared) { /* no flags: a peer called with elements would wait for them */
+            withdraw(sc, r->cs->size, me, r->seq, LEFT_EMPTY, 0);
         }
         if (r->shm_chan >= 0) __atomic_store_n(&pub_of(sc->block[me], r->shm_chan)->done, r->seq + 1, __ATOMIC_RELEASE);
     }

@@ -8,7 +8,8 @@
  * peer that only learned by timing out fails the check on the message. In each case rank 1
  * comes late; rank 0 times out, fills its receive buffer with a sentinel and keeps it until
  * rank 1 says it is done: no byte of it may change. Each case has a communicator of its own.
- * Every rank prints its own checks. --disagree: decisions that one rank makes alone. */
+ * Every rank prints its own checks. --disagree: decisions that one rank makes alone; --counts:
+ * counts that differ by rank. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,6 +147,56 @@ static void disagreeing(const char *setting)
         }
 }
 
+/* --counts: rank 1 calls with another count than the others (MPI: erroneous): every rank
+ * whose call has elements fails, naming a rank, on every path: the stage against the stage,
+ * the stage against the agreement, count 0, shared buffers read where they are, private ones
+ * through the kernel. Never a hang, never a wrong sum reported as success. */
+static void counts_differ(void)
+{
+    static const struct {
+        const char *name;
+        int mine, rank1, shared;
+    } cases[] = {
+        {"the stage against the stage", 16, 8, 0},
+        {"the stage against the agreement", 20000, 100, 0},
+        {"count 0 against the stage", 5, 0, 0},
+        {"shared buffers read where they are", 1024, 512, 1},
+        {"private buffers through the kernel", 20000, 16000, 0},
+        {"shared buffers against the stage", 20000, 64, 1},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        MPI_Comm comm;
+        MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+        int count = rank == 1 ? cases[k].rank1 : cases[k].mine;
+        size_t bytes = (size_t)(cases[k].mine > cases[k].rank1 ? cases[k].mine : cases[k].rank1) * sizeof(double);
+        double *send, *recv;
+        if (cases[k].shared) {
+            nbc_alloc_mem((MPI_Aint)bytes, &send);
+            nbc_alloc_mem((MPI_Aint)bytes, &recv);
+        } else {
+            send = malloc(bytes);
+            recv = malloc(bytes);
+        }
+        for (int i = 0; i < count; i++) send[i] = 1;
+        nbc_request req;
+        int rc = nbc_iallreduce(send, recv, count, MPI_DOUBLE, MPI_SUM, comm, &req);
+        if (rc == MPI_SUCCESS) rc = nbc_wait(&req);
+        const char *msg = nbc_error_message();
+        char name[160];
+        snprintf(name, sizeof name, "counts that differ by rank fail: %s", cases[k].name);
+        check(count == 0 || (rc != MPI_SUCCESS && strstr(msg, "rank ") && !strstr(msg, "timed out after")), name,
+              rc == MPI_SUCCESS ? "succeeded" : "", msg);
+        if (cases[k].shared) {
+            nbc_free_mem(send);
+            nbc_free_mem(recv);
+        } else {
+            free(send);
+            free(recv);
+        }
+        MPI_Comm_free(&comm);
+    }
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -154,7 +205,8 @@ int main(int argc, char **argv)
     const char *disagree = argc > 2 && !strcmp(argv[1], "--disagree") ? argv[2] : NULL;
     if (disagree && rank == 1) putenv((char *)disagree);
     setenv("NBC_TIMEOUT", rank == 0 ? "1" : "60", 1);
-    if (disagree) setenv("NBC_TIMEOUT", "60", 1); /* a hang fails, late */
+    int counts = argc > 1 && !strcmp(argv[1], "--counts");
+    if (disagree || counts) setenv("NBC_TIMEOUT", "60", 1); /* a hang fails, late */
     if (nbc_init() != MPI_SUCCESS) {
         printf("FAIL nbc_init (rank %d): %s\n", rank, nbc_error_message());
         return 1;
@@ -163,6 +215,8 @@ int main(int argc, char **argv)
         printf("skip mpi_leave: needs 2 ranks or more\n");
     } else if (disagree) {
         disagreeing(disagree);
+    } else if (counts) {
+        counts_differ();
     } else {
         late_peer("the stage: a late peer learns that rank 0 left", 256, 0);
         late_peer("shared buffers, direct: a late peer learns that rank 0 left and writes nothing", 8192, 1);

@@ -185,6 +185,9 @@ done
 for p in 2 3; do
     ASAN_OPTIONS=detect_leaks=0 suite "mpi_leave p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_leave"
 done
+for p in 2 3; do
+    ASAN_OPTIONS=detect_leaks=0 suite "mpi_leave --counts p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_leave" --counts
+done
 # what one rank decides alone (NBC_SHM, the launcher's word on who shares its node) is agreed
 for v in NBC_SHM=0 MPI_LOCALNRANKS=1; do
     ASAN_OPTIONS=detect_leaks=0 suite "mpi_leave --disagree $v p=3" $MPIEXEC -n 3 "$BUILD/tests/mpi_leave" --disagree "$v"
