@@ -282,6 +282,25 @@ void req_start(struct nbc_req *r)
     thread_wake();
 }
 
+/* An active request with a buffer that starts in [lo, lo + bytes), or NULL: peers may still
+ * read or write such memory, through the segment or the kernel, until the request ends here. */
+struct nbc_req *req_using(const void *lo, size_t bytes)
+{
+    uintptr_t a = (uintptr_t)lo;
+    for (struct nbc_req *r = nbc_rt.reqs.active; r; r = r->next)
+        for (int s = 0; s < NBC_MAX_SLOTS; s++)
+            if (s != SLOT_SCRATCH && s != SLOT_SHARED && r->st.base[s] && (uintptr_t)r->st.base[s] - a < bytes) return r;
+    return NULL;
+}
+
+void req_describe(const struct nbc_req *r, char *out, size_t size)
+{
+    int named = r->name[0] != '\0';
+    snprintf(out, size, "%s%s%s request%s%s%s of %lld elements", r->persistent ? "persistent " : "",
+             r->any_order ? "any-order " : "", collective_names[r->sig.coll], named ? " '" : "", r->name,
+             named ? "'" : "", (long long)r->sig.count);
+}
+
 int req_active_count(void) { return nbc_rt.reqs.nactive; }
 struct nbc_req *req_first_active(void) { return nbc_rt.reqs.active; }
 
