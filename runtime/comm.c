@@ -11,6 +11,7 @@
  * (they complete normally): the state counts the requests using it and outlives the
  * communicator until the last of them is released. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "state.h"
 
@@ -22,12 +23,33 @@ static void unlink_state(comm_state *cs)
     if (cs->next) cs->next->prev = cs->prev;
 }
 
+/* Tests (or waits for) a pending duplication; 1 once it is complete. A duplication holds the
+ * application's communicator, so MPICH keeps it, and runs our delete_state, only when the
+ * duplication completes: from inside this very call, if the application freed it meanwhile.
+ * The request is taken out first and cs marked busy, so that delete_state neither completes it
+ * a second time nor frees cs under us: it leaves that to the caller (settled). */
+static int settle(comm_state *cs, MPI_Request *pending, MPI_Comm *dup, int wait)
+{
+    if (*pending == MPI_REQUEST_NULL) return 1;
+    MPI_Request q = *pending;
+    int done = 1;
+    *pending = MPI_REQUEST_NULL;
+    cs->busy++;
+    if (wait) MPI_Wait(&q, MPI_STATUS_IGNORE);
+    else MPI_Test(&q, &done, MPI_STATUS_IGNORE);
+    cs->busy--;
+    if (!done) *pending = q;
+    else MPI_Comm_set_errhandler(*dup, MPI_ERRORS_RETURN);
+    return done;
+}
+
 static void destroy_state(comm_state *cs)
 {
     unlink_state(cs);
-    /* a duplication still pending is completed: the other ranks started it too */
-    if (cs->pending != MPI_REQUEST_NULL) MPI_Wait(&cs->pending, MPI_STATUS_IGNORE);
-    if (cs->any_pending != MPI_REQUEST_NULL) MPI_Wait(&cs->any_pending, MPI_STATUS_IGNORE);
+    /* a duplication still pending is completed: the other ranks started it too (init and the
+     * first call are collective), and complete it when they make progress in MPI */
+    settle(cs, &cs->pending, &cs->dup, 1);
+    settle(cs, &cs->any_pending, &cs->any, 1);
     shm_comm_free(cs);
     MPI_Comm_free(&cs->dup);
     if (cs->any != MPI_COMM_NULL) MPI_Comm_free(&cs->any);
@@ -50,10 +72,10 @@ static int delete_state(MPI_Comm comm, int key, void *attr, void *extra)
      * (a crash in MPI_Test), so a duplication in progress is completed now. It can only wait
      * for ranks that have not yet made this communicator's first nbc call, which they must
      * make before they free it too. */
-    if (cs->pending != MPI_REQUEST_NULL) MPI_Wait(&cs->pending, MPI_STATUS_IGNORE);
-    if (cs->any_pending != MPI_REQUEST_NULL) MPI_Wait(&cs->any_pending, MPI_STATUS_IGNORE);
+    settle(cs, &cs->pending, &cs->dup, 1);
+    settle(cs, &cs->any_pending, &cs->any, 1);
 #endif
-    if (cs->refs == 0) destroy_state(cs);
+    if (cs->refs == 0 && !cs->busy) destroy_state(cs); /* busy: settle's caller does it */
     thread_leave_callback(took);
     return MPI_SUCCESS;
 }
@@ -83,15 +105,30 @@ void comm_drop(comm_state *cs)
 
 int comm_init(void)
 {
+    if (nbc_rt.comms.keyval != MPI_KEYVAL_INVALID) return MPI_SUCCESS; /* kept across nbc_finalize */
     return MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &nbc_rt.comms.keyval, NULL);
 }
 
-/* Every request is released or orphaned by now (refs are 0). */
-void comm_finalize(void)
+/* Every request is released or orphaned by now (refs are 0).
+ *
+ * nbc_finalize keeps each communicator's state (keep): its duplicates, its count of calls and
+ * of any-order identities are what its peers agree with, and a rank that finalizes and starts
+ * again between two collectives must go on where they do. Only what pointed into the program
+ * cache goes. MPI_Finalize (keep = 0) destroys them, first completing duplications still
+ * pending: the application may have freed their communicator, which MPICH then releases,
+ * with our attribute, only as they complete. */
+void comm_finalize(int keep)
 {
+    nbc_rt.comms.last_comm = MPI_COMM_NULL, nbc_rt.comms.last_state = NULL;
+    if (keep) {
+        for (comm_state *cs = nbc_rt.comms.all; cs; cs = cs->next) memset(&cs->last, 0, sizeof cs->last);
+        return;
+    }
     while (nbc_rt.comms.all) {
         comm_state *cs = nbc_rt.comms.all;
         cs->refs = 0;
+        settle(cs, &cs->pending, &cs->dup, 1);
+        settle(cs, &cs->any_pending, &cs->any, 1);
         if (cs->user == MPI_COMM_NULL || MPI_Comm_delete_attr(cs->user, nbc_rt.comms.keyval) != MPI_SUCCESS)
             destroy_state(cs);
     }
@@ -159,16 +196,9 @@ int comm_want_any(comm_state *cs)
     return rc == MPI_SUCCESS ? MPI_SUCCESS : nbc_fail(rc, "MPI_Comm_idup failed");
 }
 
-static int dup_ready(MPI_Comm dup, MPI_Request *pending)
-{
-    if (*pending == MPI_REQUEST_NULL) return 1;
-    int done = 0;
-    MPI_Test(pending, &done, MPI_STATUS_IGNORE);
-    if (done) MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
-    return done;
-}
-
+/* (A request that asks holds cs: if the application's communicator goes during the test, cs
+ * stays until that request is released.) */
 int comm_ready(comm_state *cs, int any)
 {
-    return any ? dup_ready(cs->any, &cs->any_pending) : dup_ready(cs->dup, &cs->pending);
+    return any ? settle(cs, &cs->any_pending, &cs->any, 0) : settle(cs, &cs->pending, &cs->dup, 0);
 }

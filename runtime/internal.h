@@ -48,6 +48,7 @@ struct comm_state {
     uint64_t tag_space;   /* tags are seq modulo this */
     uint32_t any_ids;     /* any-order requests made on it so far: the next one's tag */
     int refs;             /* requests that use it: it outlives MPI_Comm_free until they end */
+    int busy;             /* inside a test or wait of its duplication (comm.c's settle) */
     struct nbc_req *persistent; /* its any-order requests, for stall reports */
     struct shm_comm *shm; /* shared memory with its ranks (shm.c), from the first call that may use it */
     struct {              /* its last call's programs, taken again by a call like it (calls.c) */
@@ -60,7 +61,7 @@ struct comm_state {
     comm_state *prev, *next;
 };
 int comm_init(void);
-void comm_finalize(void);
+void comm_finalize(int keep); /* keep: nbc_finalize's (the peers' view stays) */
 int comm_state_of(MPI_Comm comm, comm_state **out);  /* creates it on first use */
 comm_state *comm_state_find(MPI_Comm comm);          /* NULL when there is none yet */
 int comm_next_tag(comm_state *cs);
