@@ -51,6 +51,13 @@ static void destroy_state(comm_state *cs)
     settle(cs, &cs->pending, &cs->dup, 1);
     settle(cs, &cs->any_pending, &cs->any, 1);
     shm_comm_free(cs);
+    while (cs->blocks) {
+        any_block *b = cs->blocks;
+        cs->blocks = b->next;
+        settle(cs, &b->pending, &b->comm, 1);
+        MPI_Comm_free(&b->comm);
+        free(b);
+    }
     MPI_Comm_free(&cs->dup);
     if (cs->any != MPI_COMM_NULL) MPI_Comm_free(&cs->any);
     free(cs);
@@ -89,13 +96,21 @@ void comm_add_any(comm_state *cs, struct nbc_req *r)
     cs->persistent = r;
 }
 
+static void reap_blocks(comm_state *cs);
+
+/* r is freed: its identity's block may be over. */
 void comm_remove_any(comm_state *cs, struct nbc_req *r)
 {
     for (struct nbc_req **at = &cs->persistent; *at; at = &(*at)->cs_next)
         if (*at == r) {
             *at = r->cs_next;
-            return;
+            break;
         }
+    if (r->block) {
+        r->block->live--;
+        r->block = NULL;
+        reap_blocks(cs);
+    }
 }
 
 void comm_drop(comm_state *cs)
@@ -170,6 +185,7 @@ int comm_state_of(MPI_Comm comm, comm_state **out)
     int *ub;
     MPI_Comm_get_attr(comm, MPI_TAG_UB, &ub, &found);
     cs->tag_space = found ? (uint64_t)*ub + 1 : 32768; /* the standard guarantees 32767 */
+    if (nbc_rt.env.tag_ub && nbc_rt.env.tag_ub + 1 < cs->tag_space) cs->tag_space = nbc_rt.env.tag_ub + 1;
     rc = MPI_Comm_set_attr(comm, nbc_rt.comms.keyval, cs);
     if (rc != MPI_SUCCESS) {
         MPI_Wait(&cs->pending, MPI_STATUS_IGNORE);
@@ -187,13 +203,71 @@ int comm_state_of(MPI_Comm comm, comm_state **out)
 /* The top tag is kept for attaching shared memory (shm.c). */
 int comm_next_tag(comm_state *cs) { return (int)(cs->seq++ % (cs->tag_space - 1)); }
 
-/* Any-order requests are made by _init calls, which every rank makes in the same order, so
- * the duplication is started at the same point everywhere, like the first. */
-int comm_want_any(comm_state *cs)
+/* ---- any-order identities ----
+ *
+ * Any-order requests are made by _init calls, which every rank makes in the same order, so the
+ * n-th of a communicator is the n-th everywhere: n is its identity, and n modulo the tag space
+ * (less the stall reports' tags) its tag. Identities are not handed out again as requests are
+ * freed: a free is local, ranks free in their own order, so which identity is free at the next
+ * init could differ between ranks. Instead each block of tag-space identities has a duplicate
+ * of its own, made (by every rank at the same init) when the block begins, and freed here once
+ * the block is over and every request of it is freed: two live requests never share a
+ * communicator and a tag, however many inits and frees, and a block lives only as long as one
+ * of its requests does. */
+static uint64_t block_size(const comm_state *cs) { return cs->tag_space - STALL_TAGS; }
+
+/* Blocks over and empty go, once their duplication is complete (MPI_Comm_free needs it). */
+static void reap_blocks(comm_state *cs)
 {
-    if (cs->any != MPI_COMM_NULL || cs->any_pending != MPI_REQUEST_NULL) return MPI_SUCCESS;
-    int rc = MPI_Comm_idup(cs->user, &cs->any, &cs->any_pending);
-    return rc == MPI_SUCCESS ? MPI_SUCCESS : nbc_fail(rc, "MPI_Comm_idup failed");
+    for (any_block **at = &cs->blocks, *b; (b = *at);) {
+        if (b->live == 0 && cs->any_ids >= b->first + block_size(cs) && settle(cs, &b->pending, &b->comm, 0)) {
+            *at = b->next;
+            MPI_Comm_free(&b->comm);
+            free(b);
+        } else {
+            at = &b->next;
+        }
+    }
+}
+
+int comm_take_identity(comm_state *cs, struct nbc_req *r)
+{
+    uint64_t id = cs->any_ids, w = block_size(cs);
+    any_block *b = NULL;
+    int rc = MPI_SUCCESS;
+    if (id < w) { /* the first block: cs->any, made at the first any-order init */
+        if (cs->any == MPI_COMM_NULL && cs->any_pending == MPI_REQUEST_NULL)
+            rc = MPI_Comm_idup(cs->user, &cs->any, &cs->any_pending);
+    } else if (cs->blocks && cs->blocks->first + w > id) { /* the newest block goes on */
+        b = cs->blocks;
+    } else if (!(b = calloc(1, sizeof *b))) {
+        return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
+    } else {
+        *b = (any_block){.first = id - id % w, .comm = MPI_COMM_NULL, .pending = MPI_REQUEST_NULL, .next = cs->blocks};
+        rc = MPI_Comm_idup(cs->user, &b->comm, &b->pending);
+        if (rc == MPI_SUCCESS) cs->blocks = b;
+        else free(b);
+    }
+    if (rc != MPI_SUCCESS)
+        return nbc_fail(rc, "MPI_Comm_idup failed: no duplicate for any-order identities %llu ..",
+                        (unsigned long long)(id - id % w));
+    if (b) b->live++;
+    r->id = id;
+    r->block = b;
+    cs->any_ids++;
+    reap_blocks(cs);
+    return MPI_SUCCESS;
+}
+
+int comm_any_ready(struct nbc_req *r, MPI_Comm *comm)
+{
+    any_block *b = r->block;
+    if (!b) {
+        *comm = r->cs->any;
+        return comm_ready(r->cs, 1);
+    }
+    *comm = b->comm;
+    return settle(r->cs, &b->pending, &b->comm, 0);
 }
 
 /* (A request that asks holds cs: if the application's communicator goes during the test, cs

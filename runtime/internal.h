@@ -46,7 +46,8 @@ struct comm_state {
     int rank, size;
     uint64_t seq;         /* collectives started on it so far */
     uint64_t tag_space;   /* tags are seq modulo this */
-    uint32_t any_ids;     /* any-order requests made on it so far: the next one's tag */
+    uint64_t any_ids;     /* any-order requests made on it so far: the next one's identity */
+    struct any_block *blocks; /* the duplicates of identities past the first block (comm.c) */
     int refs;             /* requests that use it: it outlives MPI_Comm_free until they end */
     int busy;             /* inside a test or wait of its duplication (comm.c's settle) */
     struct nbc_req *persistent; /* its any-order requests, for stall reports */
@@ -65,7 +66,18 @@ void comm_finalize(int keep); /* keep: nbc_finalize's (the peers' view stays) */
 int comm_state_of(MPI_Comm comm, comm_state **out);  /* creates it on first use */
 comm_state *comm_state_find(MPI_Comm comm);          /* NULL when there is none yet */
 int comm_next_tag(comm_state *cs);
-int comm_want_any(comm_state *cs);                   /* starts the any-order duplicate */
+/* Any-order identities come in blocks of tag_space - STALL_TAGS, one duplicate each: the first
+ * block's is cs->any, each later one's is made when the block begins (comm.c). */
+typedef struct any_block {
+    uint64_t first;       /* the identity of its tag 0 */
+    MPI_Comm comm;
+    MPI_Request pending;
+    int live;             /* its requests not yet freed */
+    struct any_block *next;
+} any_block;
+int comm_take_identity(comm_state *cs, struct nbc_req *r); /* r->id and r->block, at init */
+/* Whether r's any-order duplicate can be used yet; sets *comm to it when it can. */
+int comm_any_ready(struct nbc_req *r, MPI_Comm *comm);
 /* Whether the private duplicate (any: the any-order one) can be used yet (it tests the
  * pending duplication). */
 int comm_ready(comm_state *cs, int any);
@@ -92,7 +104,8 @@ struct nbc_req {
     int any_order;          /* tagged by its identity on cs->any, not by a sequence number */
     int orphan;             /* held by the application across nbc_finalize: only reported or freed */
     int priority, next_priority;
-    uint32_t id;            /* any-order: its tag; persistent: its index among cs's requests */
+    uint64_t id;            /* any-order: its identity (its tag is id % (tag_space - STALL_TAGS)) */
+    struct any_block *block; /* any-order, past the first block: its identities' duplicate */
     uint64_t starts;        /* how often it was started */
     long last_moved_ns;     /* when it last got further (priorities), or was started */
     long started_ns;        /* when this start was first seen active (stall reports) */

@@ -125,6 +125,8 @@ struct nbc_req *req_get(size_t scratch, int nreqs)
     r->timeout_mark = 0, r->timeout_since_ns = 0;
     r->name[0] = r->error[0] = '\0';
     r->check = NULL;
+    r->block = NULL;
+    r->id = 0;
     r->shm_chan = -1;
     live_add(r);
     return r;
@@ -238,8 +240,9 @@ static int step(struct nbc_req *r, int may_issue)
 {
     if (r->st.err != MPI_SUCCESS && r->st.comm == MPI_COMM_NULL) return INTERP_DONE; /* timed out in setup */
     if (r->st.comm == MPI_COMM_NULL) {
-        if (!comm_ready(r->cs, r->any_order)) return INTERP_WAITING;
-        r->st.comm = r->any_order ? r->cs->any : r->cs->dup;
+        MPI_Comm c = r->cs->dup;
+        if (r->any_order ? !comm_any_ready(r, &c) : !comm_ready(r->cs, 0)) return INTERP_WAITING;
+        r->st.comm = c;
     }
     if (r->check) {
         if (!check_step(r)) return INTERP_WAITING;

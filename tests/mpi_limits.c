@@ -110,6 +110,68 @@ static void free_mem_in_use(void)
           "rc %d, refused %d, named %d, %ld wrong sums, freed after %d: %s", rc, refused, named, bad, rc4, message);
 }
 
+/* Any-order identities over many inits and frees: ranks free in different orders (odd ranks
+ * before the next init, even ranks after it), three requests live all along, and every 250
+ * cycles all live requests run, started in an order of each rank's own. No two live requests
+ * may share a communicator and a tag, the tags stay below the tag space (NBC_TAG_UB=15 makes it
+ * 14 identities a block), the blocks alive stay few (a block whose duplication a peer has not
+ * yet reached stays until it has), and the sums are right. */
+static void identities(void)
+{
+    enum { LONG = 3, CYCLES = 6000, N = 4 };
+    MPI_Comm c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "nbc_start_order", "any");
+    int64_t in[LONG + 2][N], out[LONG + 2][N];
+    nbc_request r[LONG + 2] = {NBC_REQUEST_NULL}; /* the long-lived ones, the current one, the one before */
+    int rc = MPI_SUCCESS, shared = 0, max_blocks = 0;
+    long bad = 0;
+    uint64_t w = 0, top_tag = 0;
+    for (int k = 0; k < LONG + 2; k++) fill(in[k], N, k);
+    for (int k = 0; k < LONG && rc == MPI_SUCCESS; k++)
+        rc = nbc_allreduce_init(in[k], out[k], N, MPI_INT64_T, MPI_SUM, c, info, &r[k]);
+    for (int i = 0; i < CYCLES && rc == MPI_SUCCESS; i++) {
+        int cur = LONG + i % 2, prev = LONG + 1 - i % 2;
+        if (rank % 2 && r[prev]) rc = nbc_request_free(&r[prev]);
+        if (rc == MPI_SUCCESS) rc = nbc_allreduce_init(in[cur], out[cur], N, MPI_INT64_T, MPI_SUM, c, info, &r[cur]);
+        if (rc == MPI_SUCCESS && rank % 2 == 0 && r[prev]) rc = nbc_request_free(&r[prev]);
+        if (rc != MPI_SUCCESS) break;
+        comm_state *cs = r[cur]->cs;
+        w = cs->tag_space - STALL_TAGS;
+        int blocks = 0;
+        for (any_block *b = cs->blocks; b; b = b->next) blocks++;
+        if (blocks > max_blocks) max_blocks = blocks;
+        for (int a = 0; a < LONG + 2; a++) {
+            if (!r[a]) continue;
+            if (r[a]->id % w > top_tag) top_tag = r[a]->id % w;
+            for (int b = 0; b < a; b++)
+                shared += r[b] && r[b]->block == r[a]->block && r[b]->id % w == r[a]->id % w;
+        }
+        if (i % 250 == 249) { /* all live ones run, in this rank's order */
+            nbc_request live[LONG + 1];
+            int n = 0;
+            for (int a = 0; a < LONG + 1; a++) live[n++] = r[(a + rank + i / 250) % (LONG + 1) == LONG ? cur : (a + rank + i / 250) % (LONG + 1)];
+            for (int a = 0; a < n && rc == MPI_SUCCESS; a++) rc = nbc_start(&live[a]);
+            if (rc == MPI_SUCCESS) rc = nbc_waitall(n, live);
+            for (int a = 0; a < LONG; a++) bad += wrong_sums(out[a], N, a);
+            bad += wrong_sums(out[cur], N, cur);
+        }
+    }
+    char message[300];
+    snprintf(message, sizeof message, "%s", nbc_error_message());
+    for (int k = 0; k < LONG + 2; k++)
+        if (r[k]) nbc_request_free(&r[k]);
+    MPI_Info_free(&info);
+    MPI_Comm_free(&c);
+    check(rc == MPI_SUCCESS && !shared && !bad && top_tag < w && max_blocks <= 64,
+          "6000 any-order inits and frees in different orders: no two live requests share a tag, tags and blocks stay bounded, "
+          "the sums are right",
+          "rc %d, %d shared tags, %ld wrong sums, top tag %llu of %llu, up to %d blocks: %s", rc, shared, bad,
+          (unsigned long long)top_tag, (unsigned long long)w, max_blocks, message);
+}
+
 static void on_alarm(int sig)
 {
     (void)sig;
@@ -140,6 +202,7 @@ int main(int argc, char **argv)
     } else {
         segment_default();
         free_mem_in_use();
+        identities();
     }
     nbc_finalize();
     int mine[MAX_CHECKS], any[MAX_CHECKS];
