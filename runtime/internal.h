@@ -135,7 +135,7 @@ void req_drop_spare(comm_state *cs);   /* releases it (before the communicator g
 void req_start(struct nbc_req *r);     /* first step, then into the active list */
 int req_progress_all(int *moved);      /* completed count, or < 0 for an MPI error */
 int req_active_count(void);
-struct nbc_req *req_using(const void *lo, size_t bytes); /* an active request with a buffer there */
+struct nbc_req *req_using(const void *lo, size_t bytes); /* an active or persistent request with a buffer there */
 /* "allreduce (request 'name', started on communicator call 3)": for messages about r */
 void req_describe(const struct nbc_req *r, char *out, size_t size);
 struct nbc_req *req_first_active(void); /* the active list, through ->next */

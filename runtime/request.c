@@ -285,13 +285,15 @@ void req_start(struct nbc_req *r)
     thread_wake();
 }
 
-/* An active request with a buffer that starts in [lo, lo + bytes), or NULL: peers may still
- * read or write such memory, through the segment or the kernel, until the request ends here. */
+/* A request with a buffer that starts in [lo, lo + bytes), or NULL: an active one (peers may
+ * still read or write such memory, through the segment or the kernel, until it ends here) or a
+ * persistent one (its buffers are bound to it until it is freed: its next start would use the
+ * memory). */
 struct nbc_req *req_using(const void *lo, size_t bytes)
 {
     uintptr_t a = (uintptr_t)lo;
-    for (struct nbc_req *r = nbc_rt.reqs.active; r; r = r->next)
-        for (int s = 0; s < NBC_MAX_SLOTS; s++)
+    for (struct nbc_req *r = nbc_rt.reqs.live; r; r = r->live_next)
+        for (int s = 0; s < NBC_MAX_SLOTS && (r->state == REQ_ACTIVE || r->persistent); s++)
             if (s != SLOT_SCRATCH && s != SLOT_SHARED && r->st.base[s] && (uintptr_t)r->st.base[s] - a < bytes) return r;
     return NULL;
 }

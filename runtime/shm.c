@@ -221,7 +221,7 @@ static size_t block_size(void *base, int64_t off)
 }
 
 /* A block an active request still uses is refused, and stays allocated: its peers may still
- * read or write it (docs/shared-memory.md). */
+ * read or write it (docs/shared-memory.md); so is one bound to a persistent request. */
 int shm_free(void *base)
 {
     if (!base) return MPI_SUCCESS;
@@ -232,8 +232,9 @@ int shm_free(void *base)
     if (user) {
         char what[160];
         req_describe(user, what, sizeof what);
-        return nbc_fail(MPI_ERR_BUFFER, "nbc_free_mem: the block at %p is a buffer of an active %s: complete it "
-                        "(nbc_wait or nbc_test) before freeing the block", base, what);
+        return nbc_fail(MPI_ERR_BUFFER, "nbc_free_mem: the block at %p is a buffer of %s %s: %s before freeing the block",
+                        base, user->state == REQ_ACTIVE ? "an active" : "a", what,
+                        user->state == REQ_ACTIVE ? "complete it (nbc_wait or nbc_test)" : "free the request (nbc_request_free)");
     }
     if (off < 0) free(base);
     else heap_free((uint64_t)off);

@@ -172,6 +172,30 @@ static void identities(void)
           (unsigned long long)top_tag, (unsigned long long)w, max_blocks, message);
 }
 
+/* A block bound to a persistent request is refused too (its next start would use it), until
+ * the request is freed. */
+static void free_mem_of_persistent(void)
+{
+    int64_t *in, *out;
+    nbc_alloc_mem(64 * 8, &in);
+    nbc_alloc_mem(64 * 8, &out);
+    fill(in, 64, 6);
+    nbc_request r;
+    int rc = nbc_allreduce_init(in, out, 64, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &r);
+    if (rc == MPI_SUCCESS) rc = nbc_start(&r);
+    if (rc == MPI_SUCCESS) rc = nbc_wait(&r);
+    long bad = wrong_sums(out, 64, 6);
+    int rc2 = nbc_free_mem(out);
+    char message[300];
+    snprintf(message, sizeof message, "%s", nbc_error_message());
+    int rc3 = nbc_request_free(&r);
+    int rc4 = nbc_free_mem(in) | nbc_free_mem(out);
+    check(rc == MPI_SUCCESS && !bad && rc2 == MPI_ERR_BUFFER && strstr(message, "persistent allreduce request") &&
+              rc3 == MPI_SUCCESS && rc4 == MPI_SUCCESS,
+          "nbc_free_mem of a block bound to a persistent request is refused until the request is freed",
+          "rc %d, %ld wrong sums, free %d then %d %d: %s", rc, bad, rc2, rc3, rc4, message);
+}
+
 static void on_alarm(int sig)
 {
     (void)sig;
@@ -202,6 +226,7 @@ int main(int argc, char **argv)
     } else {
         segment_default();
         free_mem_in_use();
+        free_mem_of_persistent();
         identities();
     }
     nbc_finalize();
