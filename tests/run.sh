@@ -233,7 +233,7 @@ done
 if [ -z "$TAG" ]; then
     # the MPI suites again, every request driven by the progress thread too
     for p in 2 3; do
-        for t in mpi_collectives mpi_allreduce mpi_total_reduce mpi_lifecycle mpi_shm; do
+        for t in mpi_collectives mpi_allreduce mpi_total_reduce mpi_lifecycle mpi_shm mpi_limits; do
             NBC_PROGRESS_THREAD=1 suite "$t NBC_PROGRESS_THREAD=1 p=$p" $MPIEXEC -n "$p" "$BUILD/tests/$t"
         done
     done
