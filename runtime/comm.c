@@ -144,6 +144,7 @@ void comm_finalize(int keep)
         cs->refs = 0;
         settle(cs, &cs->pending, &cs->dup, 1);
         settle(cs, &cs->any_pending, &cs->any, 1);
+        for (any_block *b = cs->blocks; b; b = b->next) settle(cs, &b->pending, &b->comm, 1);
         if (cs->user == MPI_COMM_NULL || MPI_Comm_delete_attr(cs->user, nbc_rt.comms.keyval) != MPI_SUCCESS)
             destroy_state(cs);
     }
