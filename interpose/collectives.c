@@ -42,6 +42,8 @@ static int reduction(nm_req *r, const void *sendbuf, void *recvbuf, int n_send, 
                      MPI_Datatype type, MPI_Op op, red_args *a)
 {
     *a = (red_args){sendbuf, recvbuf, type, op};
+    /* aliased buffers: MPICH's MPI_ERR_BUFFER (nbc would see packed copies, not the alias) */
+    if (has_recv && n_send > 0 && sendbuf == recvbuf) return MPI_ERR_BUFFER;
     MPI_Aint size;
     int dense = nm_dense(type, &size);
     if (size < 0) return MPI_ERR_TYPE;
@@ -209,6 +211,13 @@ int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
     nm_req *r = nm_req_new(comm);
     if (!r) return nm_error(comm, MPI_ERR_NO_MEM);
     int inplace = sendbuf == MPI_IN_PLACE, rc = recvcount < 0 ? MPI_ERR_COUNT : MPI_SUCCESS;
+    if (!rc && !inplace && recvcount > 0) { /* sendbuf aliasing this rank's block: MPICH's MPI_ERR_BUFFER */
+        int rank;
+        MPI_Aint lb, extent;
+        PMPI_Comm_rank(comm, &rank);
+        PMPI_Type_get_extent(recvtype, &lb, &extent);
+        if (sendbuf == (const char *)recvbuf + (MPI_Aint)rank * recvcount * extent) rc = MPI_ERR_BUFFER;
+    }
     void *sbuf = MPI_IN_PLACE, *rbuf = NULL;
     int sbytes = 0, rbytes = 0;
     /* the output: all p blocks (with MPI_IN_PLACE, this rank's block is the input) */

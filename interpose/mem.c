@@ -48,13 +48,14 @@ static int remember(void *p, MPI_Aint size)
 
 /* 1: p starts a block handed out here (now forgotten); -1: p lies inside one; 0: neither.
  * Searched from the newest: buffers are often freed in the reverse order of allocation. */
-static int forget(void *p)
+static int forget(void *p, MPI_Aint *size)
 {
     uintptr_t at = (uintptr_t)p;
     int found = 0;
     pthread_mutex_lock(&lock);
     for (size_t i = nblocks; i-- > 0;) {
         if (blocks[i].base == at) {
+            *size = (MPI_Aint)blocks[i].size;
             blocks[i] = blocks[--nblocks];
             found = 1;
             break;
@@ -92,8 +93,11 @@ int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void *baseptr)
 
 int MPI_Free_mem(void *base)
 {
-    int mine = base ? forget(base) : 0;
+    MPI_Aint size = 0;
+    int mine = base ? forget(base, &size) : 0;
     if (mine < 0) return nm_error(MPI_COMM_WORLD, MPI_ERR_ARG); /* not the start of its block */
     if (!mine) return PMPI_Free_mem(base);
-    return nm_error(MPI_COMM_WORLD, nbc_free_mem(base));
+    int rc = nbc_free_mem(base);
+    if (rc != MPI_SUCCESS) remember(base, size); /* refused (a running collective uses it): still ours */
+    return nm_error(MPI_COMM_WORLD, rc);
 }

@@ -14,24 +14,28 @@ const char *nbc_version(void) { return NBC_VERSION; }
 
 const char *nbc_error_message(void) { return error_text(); }
 
-static void shutdown_all(void)
+/* keep: nbc_finalize's, which keeps the communicators' state (comm_finalize) and the
+ * attribute on MPI_COMM_SELF that lets MPI_Finalize destroy it. */
+static void shutdown_all(int keep)
 {
     req_finalize();
     programs_finalize();
-    comm_finalize();
+    comm_finalize(keep);
     nbc_rt.life.initialized = 0;
 }
 
 /* MPI_Finalize deletes MPI_COMM_SELF's attributes first: an application that forgot
- * nbc_finalize is cleaned up there, while MPI still works. Requests still active then are
- * abandoned (they fail with MPI_ERR_PENDING). */
+ * nbc_finalize is cleaned up there, while MPI still works, and one that called it loses the
+ * communicators' state it kept. Requests still active then are abandoned (they fail with
+ * MPI_ERR_PENDING). */
 static int on_mpi_finalize(MPI_Comm comm, int key, void *attr, void *extra)
 {
     (void)comm, (void)key, (void)attr, (void)extra;
-    if (!nbc_rt.life.initialized) return MPI_SUCCESS;
     thread_progress_stop();
     if (thread_enter() != MPI_SUCCESS) return MPI_SUCCESS;
-    if (nbc_rt.life.initialized) shutdown_all();
+    if (nbc_rt.life.initialized) shutdown_all(0);
+    else comm_finalize(0);
+    nbc_rt.life.finalize_keyval = MPI_KEYVAL_INVALID; /* MPI frees it with MPI_COMM_SELF */
     thread_leave();
     return MPI_SUCCESS;
 }
@@ -50,14 +54,15 @@ static int init_locked(void)
     if (rc == MPI_SUCCESS) rc = shm_init();
     if (rc == MPI_SUCCESS) rc = comm_init();
     if (rc == MPI_SUCCESS) rc = programs_init();
-    if (rc == MPI_SUCCESS)
+    if (rc == MPI_SUCCESS && nbc_rt.life.finalize_keyval == MPI_KEYVAL_INVALID) { /* the first init */
         rc = MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, on_mpi_finalize, &nbc_rt.life.finalize_keyval, NULL);
-    if (rc == MPI_SUCCESS) rc = MPI_Comm_set_attr(MPI_COMM_SELF, nbc_rt.life.finalize_keyval, NULL);
+        if (rc == MPI_SUCCESS) rc = MPI_Comm_set_attr(MPI_COMM_SELF, nbc_rt.life.finalize_keyval, NULL);
+    }
     if (rc == MPI_SUCCESS && nbc_rt.env.progress_thread) rc = thread_progress_start();
     if (rc != MPI_SUCCESS) {
         char why[NBC_ERROR_MAX];
         snprintf(why, sizeof why, "%s", error_text());
-        shutdown_all();
+        shutdown_all(1);
         return nbc_fail(rc, "nbc_init failed: %s", why);
     }
     return MPI_SUCCESS;
@@ -87,11 +92,7 @@ int nbc_finalize(void)
                         active == 1 ? " is" : "s are", active == 1 ? "it" : "them");
     thread_progress_stop();
     if ((rc = thread_enter()) != MPI_SUCCESS) return rc;
-    if (nbc_rt.life.initialized) {
-        shutdown_all(); /* first, so that no attribute is deleted from another's callback */
-        MPI_Comm_delete_attr(MPI_COMM_SELF, nbc_rt.life.finalize_keyval);
-        MPI_Comm_free_keyval(&nbc_rt.life.finalize_keyval);
-    }
+    if (nbc_rt.life.initialized) shutdown_all(1);
     thread_leave();
     return MPI_SUCCESS;
 }

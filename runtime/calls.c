@@ -80,6 +80,37 @@ static int check_op(MPI_Op op, MPI_Datatype dt, const reduce_kernels **kernel, i
 
 /* ---- collectives ---- */
 
+/* Whether n bytes at a and m bytes at b share a byte. */
+static int overlap(const void *a, int64_t n, const void *b, int64_t m)
+{
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return n > 0 && m > 0 && x < y + (uint64_t)m && y < x + (uint64_t)n;
+}
+
+/* MPI makes a send buffer that overlaps the receive buffer erroneous (MPI_IN_PLACE says it), and
+ * the schedules would read inputs they already overwrote: refused, as MPICH refuses an aliased
+ * one, with MPI_ERR_BUFFER. Lengths in bytes; a rank whose receive buffer is not significant
+ * (reduce off the root) is not checked. */
+static int check_aliasing(const call *c, int size, int rank, int64_t esize)
+{
+    int64_t n = (int64_t)c->count * esize, send = n, recv = n;
+    if (c->coll == COLL_ALLREDUCE_MULTI) {
+        for (int i = 0; i < c->nbufs; i++)
+            for (int j = 0; j < i; j++)
+                if (overlap(c->bufs[i], n, c->bufs[j], n))
+                    return nbc_fail(MPI_ERR_BUFFER, "%s: bufs[%d] and bufs[%d] overlap", c->fn, j, i);
+        return MPI_SUCCESS;
+    }
+    if (c->sendbuf == MPI_IN_PLACE || c->coll == COLL_BCAST || c->coll == COLL_BARRIER) return MPI_SUCCESS;
+    if (c->coll == COLL_REDUCE && rank != c->root) return MPI_SUCCESS;
+    if (c->coll == COLL_REDUCE_SCATTER) send = n * size;
+    if (c->coll == COLL_ALLGATHER) recv = n * size;
+    if (overlap(c->sendbuf, send, c->recvbuf, recv))
+        return nbc_fail(MPI_ERR_BUFFER, "%s: sendbuf and recvbuf overlap (%s); pass MPI_IN_PLACE as sendbuf to "
+                        "reduce in place", c->fn, c->sendbuf == c->recvbuf ? "they are the same buffer" : "in part");
+    return MPI_SUCCESS;
+}
+
 /* Every argument is checked before anything is touched. */
 static int check_call(const call *c, int size, int rank, MPI_Aint *esize, const reduce_kernels **kernel, int *commutative)
 {
@@ -102,13 +133,13 @@ static int check_call(const call *c, int size, int rank, MPI_Aint *esize, const 
             return nbc_fail(MPI_ERR_ARG, "%s: nbufs must be 1 .. %d and bufs not NULL", c->fn, NBC_MAX_BUFFERS);
         for (int i = 0; i < c->nbufs; i++)
             if (c->count > 0 && !c->bufs[i]) return nbc_fail(MPI_ERR_BUFFER, "%s: bufs[%d] is NULL", c->fn, i);
-        return MPI_SUCCESS;
+        return check_aliasing(c, size, rank, *esize);
     }
     int needs_send = c->coll != COLL_BCAST && !inplace;
     int needs_recv = c->coll != COLL_REDUCE || rank == c->root;
     if (c->count > 0 && ((needs_send && !c->sendbuf) || (needs_recv && !c->recvbuf)))
         return nbc_fail(MPI_ERR_BUFFER, "%s: %s is NULL", c->fn, needs_recv && !c->recvbuf ? "recvbuf" : "sendbuf");
-    return MPI_SUCCESS;
+    return check_aliasing(c, size, rank, *esize);
 }
 
 /* The programs (RUN_*) of a call that may run through shared memory: the shared one

@@ -46,8 +46,10 @@ struct comm_state {
     int rank, size;
     uint64_t seq;         /* collectives started on it so far */
     uint64_t tag_space;   /* tags are seq modulo this */
-    uint32_t any_ids;     /* any-order requests made on it so far: the next one's tag */
+    uint64_t any_ids;     /* any-order requests made on it so far: the next one's identity */
+    struct any_block *blocks; /* the duplicates of identities past the first block (comm.c) */
     int refs;             /* requests that use it: it outlives MPI_Comm_free until they end */
+    int busy;             /* inside a test or wait of its duplication (comm.c's settle) */
     struct nbc_req *persistent; /* its any-order requests, for stall reports */
     struct shm_comm *shm; /* shared memory with its ranks (shm.c), from the first call that may use it */
     struct {              /* its last call's programs, taken again by a call like it (calls.c) */
@@ -60,11 +62,22 @@ struct comm_state {
     comm_state *prev, *next;
 };
 int comm_init(void);
-void comm_finalize(void);
+void comm_finalize(int keep); /* keep: nbc_finalize's (the peers' view stays) */
 int comm_state_of(MPI_Comm comm, comm_state **out);  /* creates it on first use */
 comm_state *comm_state_find(MPI_Comm comm);          /* NULL when there is none yet */
 int comm_next_tag(comm_state *cs);
-int comm_want_any(comm_state *cs);                   /* starts the any-order duplicate */
+/* Any-order identities come in blocks of tag_space - STALL_TAGS, one duplicate each: the first
+ * block's is cs->any, each later one's is made when the block begins (comm.c). */
+typedef struct any_block {
+    uint64_t first;       /* the identity of its tag 0 */
+    MPI_Comm comm;
+    MPI_Request pending;
+    int live;             /* its requests not yet freed */
+    struct any_block *next;
+} any_block;
+int comm_take_identity(comm_state *cs, struct nbc_req *r); /* r->id and r->block, at init */
+/* Whether r's any-order duplicate can be used yet; sets *comm to it when it can. */
+int comm_any_ready(struct nbc_req *r, MPI_Comm *comm);
 /* Whether the private duplicate (any: the any-order one) can be used yet (it tests the
  * pending duplication). */
 int comm_ready(comm_state *cs, int any);
@@ -91,7 +104,8 @@ struct nbc_req {
     int any_order;          /* tagged by its identity on cs->any, not by a sequence number */
     int orphan;             /* held by the application across nbc_finalize: only reported or freed */
     int priority, next_priority;
-    uint32_t id;            /* any-order: its tag; persistent: its index among cs's requests */
+    uint64_t id;            /* any-order: its identity (its tag is id % (tag_space - STALL_TAGS)) */
+    struct any_block *block; /* any-order, past the first block: its identities' duplicate */
     uint64_t starts;        /* how often it was started */
     long last_moved_ns;     /* when it last got further (priorities), or was started */
     long started_ns;        /* when this start was first seen active (stall reports) */
@@ -124,6 +138,9 @@ void req_drop_spare(comm_state *cs);   /* releases it (before the communicator g
 void req_start(struct nbc_req *r);     /* first step, then into the active list */
 int req_progress_all(int *moved);      /* completed count, or < 0 for an MPI error */
 int req_active_count(void);
+struct nbc_req *req_using(const void *lo, size_t bytes); /* an active or persistent request with a buffer there */
+/* "allreduce (request 'name', started on communicator call 3)": for messages about r */
+void req_describe(const struct nbc_req *r, char *out, size_t size);
 struct nbc_req *req_first_active(void); /* the active list, through ->next */
 void req_finalize(void);               /* requests still held become orphans: see nbc.c */
 const char *req_error(struct nbc_req *r); /* its failure in words, "" when none */

@@ -87,7 +87,7 @@ int persistent_init(const call *c, MPI_Info info, nbc_request *request)
     struct nbc_req *r;
     if (rc == MPI_SUCCESS) rc = call_prepare(c, o.chunk_bytes, &r);
     if (rc != MPI_SUCCESS) return rc;
-    if (o.any_order && (rc = comm_want_any(r->cs)) != MPI_SUCCESS) {
+    if (o.any_order && (rc = comm_take_identity(r->cs, r)) != MPI_SUCCESS) {
         req_release(r);
         return rc;
     }
@@ -96,7 +96,6 @@ int persistent_init(const call *c, MPI_Info info, nbc_request *request)
     if (o.any_order) r->st.comm = MPI_COMM_NULL; /* its own duplicate, not the one a spare comes with */
     r->priority = r->next_priority = o.priority;
     memcpy(r->name, o.name, sizeof r->name);
-    r->id = o.any_order ? r->cs->any_ids++ : 0;
     if (o.any_order) comm_add_any(r->cs, r);
     *request = r;
     return MPI_SUCCESS;

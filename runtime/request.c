@@ -125,6 +125,8 @@ struct nbc_req *req_get(size_t scratch, int nreqs)
     r->timeout_mark = 0, r->timeout_since_ns = 0;
     r->name[0] = r->error[0] = '\0';
     r->check = NULL;
+    r->block = NULL;
+    r->id = 0;
     r->shm_chan = -1;
     r->shm_in_call = 0;
     live_add(r);
@@ -252,8 +254,9 @@ static int step(struct nbc_req *r, int may_issue)
 {
     if (r->st.err != MPI_SUCCESS && r->st.comm == MPI_COMM_NULL) return ended(r); /* timed out in setup */
     if (r->st.comm == MPI_COMM_NULL) {
-        if (!comm_ready(r->cs, r->any_order)) return INTERP_WAITING;
-        r->st.comm = r->any_order ? r->cs->any : r->cs->dup;
+        MPI_Comm c = r->cs->dup;
+        if (r->any_order ? !comm_any_ready(r, &c) : !comm_ready(r->cs, 0)) return INTERP_WAITING;
+        r->st.comm = c;
     }
     if (r->check) {
         if (!check_step(r)) return INTERP_WAITING;
@@ -290,6 +293,27 @@ void req_start(struct nbc_req *r)
         return;
     }
     thread_wake();
+}
+
+/* A request with a buffer that starts in [lo, lo + bytes), or NULL: an active one (peers may
+ * still read or write such memory, through the segment or the kernel, until it ends here) or a
+ * persistent one (its buffers are bound to it until it is freed: its next start would use the
+ * memory). */
+struct nbc_req *req_using(const void *lo, size_t bytes)
+{
+    uintptr_t a = (uintptr_t)lo;
+    for (struct nbc_req *r = nbc_rt.reqs.live; r; r = r->live_next)
+        for (int s = 0; s < NBC_MAX_SLOTS && (r->state == REQ_ACTIVE || r->persistent); s++)
+            if (s != SLOT_SCRATCH && s != SLOT_SHARED && r->st.base[s] && (uintptr_t)r->st.base[s] - a < bytes) return r;
+    return NULL;
+}
+
+void req_describe(const struct nbc_req *r, char *out, size_t size)
+{
+    int named = r->name[0] != '\0';
+    snprintf(out, size, "%s%s%s request%s%s%s of %lld elements", r->persistent ? "persistent " : "",
+             r->any_order ? "any-order " : "", collective_names[r->sig.coll], named ? " '" : "", r->name,
+             named ? "'" : "", (long long)r->sig.count);
 }
 
 int req_active_count(void) { return nbc_rt.reqs.nactive; }

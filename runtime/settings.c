@@ -32,6 +32,7 @@ int settings_read(void)
     int bad = env_uint("NBC_CACHE_ENTRIES", 1024, SIZE_MAX, &s->cache_entries, err, sizeof err) ||
               env_uint("NBC_CACHE_BYTES", 64u << 20, SIZE_MAX, &s->cache_bytes, err, sizeof err) ||
               env_uint("NBC_MAX_INSNS", 0, UINT32_MAX - 1, &s->max_insns, err, sizeof err) ||
+              env_uint("NBC_TAG_UB", 0, INT32_MAX, &s->tag_ub, err, sizeof err) ||
               env_uint("NBC_SPIN_US", local > 0 && local <= cores ? 20 : 0, 1000000000, &spin_us, err, sizeof err) ||
               env_uint("NBC_PREEMPT_US", 500, 1000000000, &preempt_us, err, sizeof err) ||
               env_seconds("NBC_STALL_WARNING", 60, 1e6, &s->stall_ns, err, sizeof err) ||
@@ -53,6 +54,7 @@ int settings_read(void)
         bad = env_text(var, &s->forced[c], err, sizeof err);
     }
     if (bad) return nbc_fail(MPI_ERR_ARG, "%s", err);
+    if (s->tag_ub && s->tag_ub < 3) return nbc_fail(MPI_ERR_ARG, "NBC_TAG_UB: %llu is less than 3", (unsigned long long)s->tag_ub);
     s->local_ranks = local;
     s->spin_ns = (long)spin_us * 1000;
     s->preempt_ns = (long)preempt_us * 1000;

@@ -26,6 +26,7 @@
  * stage's program (which needs no agreement): a rank whose buffers are private declines and
  * takes the stage at once. */
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdio.h>
@@ -251,16 +252,34 @@ int shm_alloc(size_t size, void *baseptr)
     return MPI_SUCCESS;
 }
 
+/* The block's size: in the segment, its span's (0 when base starts none); else malloc's. */
+static size_t block_size(void *base, int64_t off)
+{
+    if (off < 0) return malloc_usable_size(base);
+    for (shm_span *at = nbc_rt.shm.spans; at; at = at->next)
+        if (at->off == (uint64_t)off) return at->used ? at->size : 0;
+    return 0;
+}
+
+/* A block an active request still uses is refused, and stays allocated: its peers may still
+ * read or write it (docs/shared-memory.md); so is one bound to a persistent request. */
 int shm_free(void *base)
 {
     if (!base) return MPI_SUCCESS;
     int64_t off = segment_offset(base, 0);
-    if (off < 0) {
-        free(base);
-        return MPI_SUCCESS;
+    size_t size = block_size(base, off);
+    if (off >= 0 && !size) return nbc_fail(MPI_ERR_ARG, "nbc_free_mem: %p is not the start of a block from nbc_alloc_mem", base);
+    struct nbc_req *user = req_using(base, size);
+    if (user) {
+        char what[160];
+        req_describe(user, what, sizeof what);
+        return nbc_fail(MPI_ERR_BUFFER, "nbc_free_mem: the block at %p is a buffer of %s %s: %s before freeing the block",
+                        base, user->state == REQ_ACTIVE ? "an active" : "a", what,
+                        user->state == REQ_ACTIVE ? "complete it (nbc_wait or nbc_test)" : "free the request (nbc_request_free)");
     }
-    return heap_free((uint64_t)off) ? MPI_SUCCESS
-                                    : nbc_fail(MPI_ERR_ARG, "nbc_free_mem: %p is not the start of a block from nbc_alloc_mem", base);
+    if (off < 0) free(base);
+    else heap_free((uint64_t)off);
+    return MPI_SUCCESS;
 }
 
 int shm_init(void)
@@ -269,8 +288,10 @@ int shm_init(void)
     char err[300];
     int on, kernel;
     uint64_t bytes, phys = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+    /* Bounded: tools that shadow every mapped page (valgrind under MPICH) commit all of it */
+    uint64_t fit = phys / 4 > SHM_DEFAULT_BYTES ? SHM_DEFAULT_BYTES : phys / 4;
     if (env_bool("NBC_SHM", 1, &on, err, sizeof err) || env_bool("NBC_SHM_KERNEL", 1, &kernel, err, sizeof err) ||
-        env_uint("NBC_SHM_BYTES", phys > (64u << 20) ? phys : 64u << 20, 1ull << 46, &bytes, err, sizeof err))
+        env_uint("NBC_SHM_BYTES", fit > (64u << 20) ? fit : 64u << 20, 1ull << 46, &bytes, err, sizeof err))
         return nbc_fail(MPI_ERR_ARG, "%s", err);
     if (bytes < (1u << 20)) return nbc_fail(MPI_ERR_ARG, "NBC_SHM_BYTES: %llu is less than 1 MiB", (unsigned long long)bytes);
     int world = 1;

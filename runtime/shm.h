@@ -15,6 +15,10 @@
  * stage (docs/shared-memory.md); below, the stage's one exchange of flags is faster. */
 #define SHM_DIRECT_MIN_BYTES 1024
 
+/* The segment's size when NBC_SHM_BYTES does not say (a quarter of the machine's memory if
+ * that is less, 64 MiB at least): nbc_alloc_mem beyond it is private memory. */
+#define SHM_DEFAULT_BYTES (1ull << 30)
+
 struct nbc_req;
 struct comm_state;
 struct call;

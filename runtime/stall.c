@@ -23,7 +23,7 @@
 int stall_query_tag(const comm_state *cs) { return (int)(cs->tag_space - 1); }
 static int answer_tag(const comm_state *cs) { return (int)(cs->tag_space - STALL_TAGS); }
 
-static struct nbc_req *find(comm_state *cs, uint32_t id)
+static struct nbc_req *find(comm_state *cs, uint64_t id)
 {
     for (struct nbc_req *r = cs->persistent; r; r = r->cs_next)
         if (r->id == id) return r;
@@ -107,9 +107,9 @@ static void print_report(long now)
         }
     }
     fprintf(stderr,
-            "nbc: stall: request '%s' (id %u, %s of %llu bytes) has waited %.1f s on rank %d at start %llu: started by "
+            "nbc: stall: request '%s' (id %llu, %s of %llu bytes) has waited %.1f s on rank %d at start %llu: started by "
             "rank%s %s%s%s%s%s\n",
-            r->name[0] ? r->name : "(unnamed)", r->id, collective_names[r->sig.coll],
+            r->name[0] ? r->name : "(unnamed)", (unsigned long long)r->id, collective_names[r->sig.coll],
             (unsigned long long)(r->sig.count * r->sig.esize), (double)(now - r->started_ns) * 1e-9, cs->rank,
             (unsigned long long)r->starts, strchr(started, ',') ? "s" : "", started, fm ? "" : "; not started by rank ", missing,
             fq ? "" : "; no answer (busy outside nbc) from ", silent);

@@ -20,6 +20,8 @@
 typedef struct {
     uint64_t cache_entries, cache_bytes; /* NBC_CACHE_ENTRIES, NBC_CACHE_BYTES */
     uint64_t max_insns;                  /* NBC_MAX_INSNS; 0: the compiler's default */
+    uint64_t tag_ub;                     /* NBC_TAG_UB: no tag above it (a smaller MPI_TAG_UB, for
+                                            tests); 0: MPI's */
     long spin_ns;                        /* NBC_SPIN_US, or what the launcher tells */
     long preempt_ns;                     /* NBC_PREEMPT_US */
     long stall_ns;                       /* NBC_STALL_WARNING; 0: never */
@@ -41,8 +43,8 @@ typedef struct {
 
 /* A stall query and its answers (stall.c). */
 typedef struct {
-    uint32_t id;
-    uint32_t active;
+    uint64_t id;
+    uint32_t active, pad;
     uint64_t starts;
 } stall_msg;
 

@@ -733,6 +733,20 @@ static void test_errors(int interposed)
     MPI_Error_class(rc, &cls);
     if (rc == MPI_SUCCESS || cls != MPI_ERR_ROOT) bad |= fail("a root out of range: error class %d", cls);
     if (handler_calls != 1 || handler_code != rc) bad |= fail("the handler ran %d times", handler_calls);
+    /* sendbuf == recvbuf without MPI_IN_PLACE: MPICH's MPI_ERR_BUFFER, through the handler */
+    double d[4] = {1, 2, 3, 4};
+    int before = handler_calls;
+    rc = MPI_Iallreduce(d, d, 4, MPI_DOUBLE, MPI_SUM, c, &q);
+    MPI_Error_class(rc, &cls);
+    if (cls != MPI_ERR_BUFFER || handler_calls != before + 1) bad |= fail("aliased MPI_Iallreduce: error class %d", cls);
+    rc = MPI_Allreduce(d, d, 4, MPI_DOUBLE, MPI_SUM, c);
+    MPI_Error_class(rc, &cls);
+    if (cls != MPI_ERR_BUFFER || handler_calls != before + 2) bad |= fail("aliased MPI_Allreduce: error class %d", cls);
+    double *g = malloc(sizeof *g * (size_t)p); /* MPICH checks the rank's own block */
+    rc = MPI_Iallgather(g + rank, 1, MPI_DOUBLE, g, 1, MPI_DOUBLE, c, &q);
+    free(g);
+    MPI_Error_class(rc, &cls);
+    if (cls != MPI_ERR_BUFFER || handler_calls != before + 3) bad |= fail("aliased MPI_Iallgather: error class %d", cls);
     if (interposed) {
         /* MPI_Cancel on a collective is refused; the collective still completes */
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -755,8 +769,8 @@ static void test_errors(int interposed)
     }
     MPI_Comm_free(&c);
     MPI_Errhandler_free(&eh);
-    report(interposed ? "errors: the communicator's handler; MPI_Cancel refused; MPI_Request_free on a running one"
-                      : "errors: the communicator's handler",
+    report(interposed ? "errors: the communicator's handler, aliased buffers; MPI_Cancel refused; MPI_Request_free on a running one"
+                      : "errors: the communicator's handler, aliased buffers",
            bad);
 }
 

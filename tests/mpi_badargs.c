@@ -200,6 +200,36 @@ static int multi_null_buffer(nbc_request *r)
     void *bufs[2] = {recvbuf, NULL};
     return nbc_iallreduce_multi(bufs, 2, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, r);
 }
+/* sendbuf overlapping recvbuf without MPI_IN_PLACE: MPICH refuses an aliased one with
+ * MPI_ERR_BUFFER; nbc refuses any overlap (its schedules would read overwritten inputs) */
+static int alias_allreduce(nbc_request *r) { return nbc_iallreduce(recvbuf, recvbuf, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, r); }
+static int alias_allreduce_part(nbc_request *r)
+{
+    return nbc_iallreduce(recvbuf + 1, recvbuf, N - 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, r);
+}
+static int big[40000]; /* 160 KiB: above the stage, where shared memory reads the inputs where they are */
+static int alias_allreduce_big(nbc_request *r) { return nbc_iallreduce(big, big, 40000, MPI_INT, MPI_SUM, MPI_COMM_WORLD, r); }
+static int alias_reduce_root(nbc_request *r) { return nbc_ireduce(recvbuf, recvbuf, N, MPI_INT, MPI_SUM, 0, MPI_COMM_SELF, r); }
+static int alias_rs(nbc_request *r) { return nbc_ireduce_scatter_block(recvbuf, recvbuf, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, r); }
+static int alias_ag(nbc_request *r) { return nbc_iallgather(recvbuf, 1, MPI_INT, recvbuf, 1, MPI_INT, MPI_COMM_WORLD, r); }
+static int alias_init(nbc_request *r)
+{
+    return nbc_allreduce_init(recvbuf, recvbuf, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, r);
+}
+static int alias_init_any(nbc_request *r)
+{
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "nbc_start_order", "any");
+    int rc = nbc_allreduce_init(big, big, 40000, MPI_INT, MPI_SUM, MPI_COMM_WORLD, info, r);
+    MPI_Info_free(&info);
+    return rc;
+}
+static int alias_multi(nbc_request *r)
+{
+    void *bufs[3] = {sendbuf, recvbuf, recvbuf + 2};
+    return nbc_iallreduce_multi(bufs, 3, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD, r);
+}
 static int force_bad_param(nbc_request *r) { (void)r; return nbc_set_schedule("allreduce", "segmented_ring:segsz=8"); }
 static int force_bad_syntax(nbc_request *r) { (void)r; return nbc_set_schedule("allreduce", "segmented_ring:segsize"); }
 static int force_wrong_collective(nbc_request *r) { (void)r; return nbc_set_schedule("bcast", "allreduce_ring"); }
@@ -220,6 +250,15 @@ static void other_collectives(void)
     expect("nbc_iallgather unequal types -> MPI_ERR_TYPE", MPI_ERR_TYPE, ag_types);
     expect("nbc_iallreduce_multi nbufs 0 -> MPI_ERR_ARG", MPI_ERR_ARG, multi_nbufs);
     expect("nbc_iallreduce_multi a NULL buffer -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, multi_null_buffer);
+    expect("nbc_iallreduce sendbuf == recvbuf -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, alias_allreduce);
+    expect("nbc_iallreduce sendbuf overlapping recvbuf -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, alias_allreduce_part);
+    expect("nbc_iallreduce sendbuf == recvbuf of 160 KiB -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, alias_allreduce_big);
+    expect("nbc_ireduce sendbuf == recvbuf at the root -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, alias_reduce_root);
+    expect("nbc_ireduce_scatter_block sendbuf == recvbuf -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, alias_rs);
+    expect("nbc_iallgather sendbuf == recvbuf -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, alias_ag);
+    expect("nbc_allreduce_init sendbuf == recvbuf -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, alias_init);
+    expect("nbc_allreduce_init any-order sendbuf == recvbuf -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, alias_init_any);
+    expect("nbc_iallreduce_multi overlapping buffers -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, alias_multi);
     expect("nbc_set_schedule with an unknown parameter -> MPI_ERR_ARG", MPI_ERR_ARG, force_bad_param);
     expect("nbc_set_schedule with a parameter lacking its value -> MPI_ERR_ARG", MPI_ERR_ARG, force_bad_syntax);
     expect("nbc_set_schedule of a schedule of another collective -> MPI_ERR_ARG", MPI_ERR_ARG, force_wrong_collective);

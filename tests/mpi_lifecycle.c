@@ -196,6 +196,76 @@ static void on_comm_self(void)
     if (rc == MPI_SUCCESS) rc = nbc_wait(&r);
 }
 
+/* A communicator whose duplicates were started (an init, ordered or any-order) but never
+ * completed by a start: MPI_Comm_free and nbc_finalize complete or release them (MPICH aborted
+ * on a request's reference count); rank 0 frees before its peers have even made the request. */
+static void comm_freed_with_pending_duplicate(void)
+{
+    int ok = 1;
+    char what[200] = "";
+    for (int k = 0; k < 4 && ok; k++) {
+        MPI_Comm c;
+        MPI_Comm_dup(MPI_COMM_WORLD, &c);
+        MPI_Info info;
+        MPI_Info_create(&info);
+        if (k % 2) MPI_Info_set(info, "nbc_start_order", "any");
+        int64_t x[4], y[4];
+        fill(x, 4, k);
+        nbc_request r;
+        if (rank != 0) MPI_Barrier(MPI_COMM_WORLD);
+        int rc = nbc_allreduce_init(x, y, 4, MPI_INT64_T, MPI_SUM, c, info, &r);
+        if (rc == MPI_SUCCESS) rc = nbc_request_free(&r);
+        MPI_Info_free(&info);
+        MPI_Comm_free(&c);
+        if (rank == 0) MPI_Barrier(MPI_COMM_WORLD);
+        int rc2 = k >= 2 ? nbc_finalize() : MPI_SUCCESS;
+        /* the library still works afterwards */
+        nbc_request q;
+        int rc3 = nbc_iallreduce(x, y, 4, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, &q);
+        if (rc3 == MPI_SUCCESS) rc3 = nbc_wait(&q);
+        ok = rc == MPI_SUCCESS && rc2 == MPI_SUCCESS && rc3 == MPI_SUCCESS && sum_ok(y, 4, k);
+        if (!ok) snprintf(what, sizeof what, "case %d: rc %d %d %d: %s", k, rc, rc2, rc3, nbc_error_message());
+    }
+    check(ok, "MPI_Comm_free and nbc_finalize after an init that was never started (ordered, any-order)", "%s", what);
+}
+
+/* nbc_finalize on one rank between two collectives: the communicators' sequence numbers and
+ * duplicates stay what the peers have, so the next collectives (ordered and any-order, on
+ * MPI_COMM_WORLD and on a communicator of its own) match. */
+static void finalize_on_one_rank(void)
+{
+    MPI_Comm c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "nbc_start_order", "any");
+    int ok = 1;
+    char what[200] = "";
+    for (int k = 0; k < 3 && ok; k++) {
+        int64_t in[100], out[100], pin[10], pout[10];
+        fill(in, 100, k);
+        fill(pin, 10, k + 1);
+        nbc_request r[3];
+        int rc = nbc_iallreduce(in, out, 100, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, &r[0]);
+        if (rc == MPI_SUCCESS) rc = nbc_wait(&r[0]);
+        int rc2 = rank == k % size ? nbc_finalize() : MPI_SUCCESS;
+        if (rc == MPI_SUCCESS) rc = nbc_iallreduce(in, out, 100, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, &r[0]);
+        int ok1 = 1;
+        if (rc == MPI_SUCCESS) rc = nbc_wait(&r[0]), ok1 = sum_ok(out, 100, k);
+        if (rc == MPI_SUCCESS) rc = nbc_iallreduce(in, out, 100, MPI_INT64_T, MPI_SUM, c, &r[1]);
+        if (rc == MPI_SUCCESS) rc = nbc_allreduce_init(pin, pout, 10, MPI_INT64_T, MPI_SUM, c, info, &r[2]);
+        if (rc == MPI_SUCCESS) rc = nbc_start(&r[2]);
+        if (rc == MPI_SUCCESS) rc = nbc_waitall(2, &r[1]);
+        ok = rc == MPI_SUCCESS && rc2 == MPI_SUCCESS && ok1 && sum_ok(out, 100, k) && sum_ok(pout, 10, k + 1);
+        if (rc == MPI_SUCCESS) nbc_request_free(&r[2]);
+        if (!ok) snprintf(what, sizeof what, "round %d: rc %d %d: %s", k, rc, rc2, nbc_error_message());
+        if (rank == k % size) nbc_finalize(); /* and the same rank again, on the any-order duplicate */
+    }
+    MPI_Info_free(&info);
+    MPI_Comm_free(&c);
+    check(ok, "nbc_finalize on one rank between two collectives: the next ones match (ordered, any-order)", "%s", what);
+}
+
 static int thread_rc;
 static char thread_msg[400];
 static void *second_thread(void *arg)
@@ -243,6 +313,8 @@ int main(int argc, char **argv)
     initialized_again();
     comm_freed_in_flight();
     spare_request();
+    comm_freed_with_pending_duplicate();
+    finalize_on_one_rank();
     second_thread_refused();
     on_comm_self();
     int mine[MAX_CHECKS], any[MAX_CHECKS];

@@ -221,6 +221,20 @@ check "a withheld start: the other ranks report the stall, naming the request an
 for p in 1 2 3 5; do
     ASAN_OPTIONS=detect_leaks=0 suite "mpi_lifecycle p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_lifecycle"
 done
+# lifetimes and bounded resources: the segment's size, nbc_free_mem of a block in use, any-order
+# identities (NBC_TAG_UB=15: an MPI with a tiny tag space)
+for p in 1 2 3 4; do
+    ASAN_OPTIONS=detect_leaks=0 suite "mpi_limits p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_limits"
+    NBC_TAG_UB=15 ASAN_OPTIONS=detect_leaks=0 suite "mpi_limits NBC_TAG_UB=15 p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_limits"
+done
+# valgrind shadows every page of the segment under MPICH: the default size must let it run
+if [ -z "$TAG" ] && command -v valgrind > /dev/null; then
+    timeout 600 valgrind -q --error-exitcode=9 "$BUILD/tests/mpi_limits" --small > "$tmp/out" 2> "$tmp/err"
+    rc=$?
+    grep -q '^ok an allreduce on nbc_alloc_mem memory' "$tmp/out" && [ "$rc" -eq 0 ]
+    check "valgrind runs an nbc program on nbc_alloc_mem memory with the default segment" $? \
+        "status $rc: $(tail -n 5 "$tmp/err")"
+fi
 # unmodified MPI programs on nbc through LD_PRELOAD=libnbcmpi.so (MPICH only: interpose/)
 if [ "${MPI:-mpich}" = mpich ]; then
     quick=0
@@ -235,7 +249,7 @@ done
 if [ -z "$TAG" ]; then
     # the MPI suites again, every request driven by the progress thread too
     for p in 2 3; do
-        for t in mpi_collectives mpi_allreduce mpi_total_reduce mpi_lifecycle mpi_shm; do
+        for t in mpi_collectives mpi_allreduce mpi_total_reduce mpi_lifecycle mpi_shm mpi_limits; do
             NBC_PROGRESS_THREAD=1 suite "$t NBC_PROGRESS_THREAD=1 p=$p" $MPIEXEC -n "$p" "$BUILD/tests/$t"
         done
     done
