@@ -196,8 +196,7 @@ static struct nbc_req *reuse_spare(comm_state *cs, const call *c, const call_sig
     if (!r || memcmp(r->progs, cs->last.progs, sizeof r->progs)) return NULL;
     req_unpark(cs);
     cache_hit_each(nbc_rt.sel.programs, r->progs, RUN_CHOICES);
-    r->starts = r->seen_starts = 0; /* which stall reports compare across ranks */
-    r->reported = 0;
+    r->starts = 0; /* which stall reports compare across ranks */
     r->timeout_mark = 0, r->timeout_since_ns = 0;
     r->st.prog = cache_entry_program(r->progs[RUN_MESSAGES]); /* a shared one after a shared run */
     set_call(r, c, kernel);

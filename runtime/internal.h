@@ -94,9 +94,9 @@ struct nbc_req {
     uint32_t id;            /* any-order: its tag; persistent: its index among cs's requests */
     uint64_t starts;        /* how often it was started */
     long last_moved_ns;     /* when it last got further (priorities), or was started */
-    long started_ns;        /* when this start was first seen active (stall reports) */
-    uint64_t seen_starts;   /* the start that started_ns belongs to */
-    int reported;           /* this start's stall was reported */
+    uint64_t stall_mark;    /* stall reports: its position when last seen, since when (0: not */
+    long stall_since_ns;    /* seen since it started), and how often that stall was reported */
+    int stall_reports;
     uint64_t timeout_mark;  /* NBC_TIMEOUT: its position when last seen, and since when */
     long timeout_since_ns;
     char name[48];          /* nbc_name, or "" */

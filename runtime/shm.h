@@ -62,6 +62,9 @@ int shm_agree(struct nbc_req *r);
 /* The request is done or gone: its channel is free for the next call. */
 void shm_end(struct nbc_req *r);
 void shm_comm_free(struct comm_state *cs);
+/* What peer q of r's communicator last did, read from its line (stall reports): snprintf's
+ * return, or 0 when the communicator shares no memory. */
+int shm_describe_peer(const struct nbc_req *r, int q, char *buf, size_t size);
 
 int shm_alloc(size_t size, void *baseptr);
 int shm_free(void *base);
