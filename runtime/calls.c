@@ -309,8 +309,8 @@ void call_launch(struct nbc_req *r)
     } else {
         r->seq = r->cs->seq;
         r->st.tag = comm_next_tag(r->cs);
-        if (check_enabled()) check_begin(r);
     }
+    if (check_enabled()) check_begin(r); /* any-order: at each start, on its own tag */
     req_start(r);
 }
 
