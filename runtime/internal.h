@@ -147,9 +147,14 @@ int thread_progress_start(void);
 void thread_progress_stop(void);   /* joins it; call without holding the lock */
 int thread_is_multiple(void);
 
-/* ---- stall reports (stall.c) ---- */
+/* ---- stall reports (stall.c, stall_ask.c) ---- */
 void stall_poll(void);             /* from progress passes that moved nothing; cheap */
 void stall_forget(struct nbc_req *r); /* r goes away */
+/* any-order requests (stall_ask.c): ask the other ranks which have started r; answer their
+ * queries; print a report once its answers are in */
+void stall_ask(struct nbc_req *r, long now);
+void stall_answer_all(void);
+void stall_gather(long now);
 int stall_query_tag(const comm_state *cs); /* the top two tags of cs->any are the reports' */
 #define STALL_TAGS 2
 

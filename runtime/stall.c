@@ -3,9 +3,9 @@
  * 60; 0 turns reports off), this rank prints where it waits, and again each time the wait
  * doubles (2, 4, 8 ... times the warning):
  *
- *   nbc: stall: allreduce (schedule 'allreduce_ring') on rank 0, round 1 of 2, call #3 of its
- *   communicator, has not moved for 1.0 s: waits for rank 1: RECV of 8 bytes from rank 1 (pc 2,
- *   line 9:13); rank 1's line: last ended call #2, ...
+ *   nbc: stall: allreduce (schedule 'allreduce_shm_small') on rank 0, round 0 of 2, call #2 of
+ *   its communicator, has not moved for 1.0 s: waits on WAIT for the flag of rank 1 (pc 2) at
+ *   line 33:46; rank 1's line: last ended call #1, no flag for rank 0 on channel 2 yet
  *
  * It names the collective, schedule, call, round, the instructions of the round that have not
  * finished and their peers, or the phase before the program (the communicator's duplication,
@@ -13,142 +13,18 @@
  * memory, what each such peer last did, read from its line (shm_describe_peer), without a
  * message.
  *
- * An any-order request also asks the other ranks, like Horovod's stall inspector, on its own
- * communicator, how often each has started it, and prints which have and which have not:
- *
- *   nbc: stall: request 'layer3.weight' (id 5, allreduce of 4194304 bytes) has waited 60.0 s on
- *   rank 0 at start 12: started by ranks 0,1,3; not started by rank 2 (at start 11)
+ * An any-order request also asks the other ranks which have started it (stall_ask.c).
  *
  * It costs nothing on the fast path: the clock is read here only, from progress passes that
  * moved nothing, at most every STALL_POLL_NS; a request's position (start, phase, round) is
- * compared with the one seen then, as timeout.c does. Queries are answered from the same
- * passes (so a rank busy outside the library, with no progress thread, answers late: the
- * report then names it as not answering). */
+ * compared with the one seen then, as timeout.c does. */
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "state.h"
 
 #define STALL_POLL_NS 100000000L  /* 0.1 s */
-#define ANSWER_WAIT_NS 2000000000L /* how long a report waits for answers */
-
-
-int stall_query_tag(const comm_state *cs) { return (int)(cs->tag_space - 1); }
-static int answer_tag(const comm_state *cs) { return (int)(cs->tag_space - STALL_TAGS); }
-
-static struct nbc_req *find(comm_state *cs, uint32_t id)
-{
-    for (struct nbc_req *r = cs->persistent; r; r = r->cs_next)
-        if (r->id == id) return r;
-    return NULL;
-}
-
-/* Answers every query waiting on cs's any-order communicator. */
-static void answer(comm_state *cs)
-{
-    for (;;) {
-        int flag = 0;
-        MPI_Status st;
-        if (MPI_Iprobe(MPI_ANY_SOURCE, stall_query_tag(cs), cs->any, &flag, &st) != MPI_SUCCESS || !flag) return;
-        stall_msg q, a = {0};
-        MPI_Recv(&q, (int)sizeof q, MPI_BYTE, st.MPI_SOURCE, stall_query_tag(cs), cs->any, MPI_STATUS_IGNORE);
-        struct nbc_req *r = find(cs, q.id);
-        a.id = q.id;
-        a.starts = r ? r->starts : 0;
-        a.active = r && r->state == REQ_ACTIVE;
-        /* small and answered at most once per query: a blocking send would only wait for MPI's
-         * eager buffer, which such a message always fits */
-        MPI_Send(&a, (int)sizeof a, MPI_BYTE, st.MPI_SOURCE, answer_tag(cs), cs->any);
-    }
-}
-
-static void ask(struct nbc_req *r, long now)
-{
-    comm_state *cs = r->cs;
-    int n = cs->size - 1;
-    nbc_rt.stall.answers = calloc((size_t)n + 1, sizeof *nbc_rt.stall.answers);
-    nbc_rt.stall.reqs = calloc(2 * (size_t)n + 1, sizeof *nbc_rt.stall.reqs);
-    if (!nbc_rt.stall.answers || !nbc_rt.stall.reqs) {
-        free(nbc_rt.stall.answers), free(nbc_rt.stall.reqs);
-        nbc_rt.stall.answers = NULL, nbc_rt.stall.reqs = NULL;
-        return;
-    }
-    nbc_rt.stall.r = r;
-    nbc_rt.stall.n = n;
-    nbc_rt.stall.asked_ns = now;
-    nbc_rt.stall.query = (stall_msg){.id = r->id, .active = 1, .starts = r->starts};
-    for (int k = 0, j = 0; j < cs->size; j++) {
-        if (j == cs->rank) continue;
-        MPI_Isend(&nbc_rt.stall.query, (int)sizeof nbc_rt.stall.query, MPI_BYTE, j, stall_query_tag(cs), cs->any, &nbc_rt.stall.reqs[k]);
-        MPI_Irecv(&nbc_rt.stall.answers[k], (int)sizeof *nbc_rt.stall.answers, MPI_BYTE, j, answer_tag(cs), cs->any,
-                  &nbc_rt.stall.reqs[n + k]);
-        k++;
-    }
-}
-
-static void append_rank(char *s, size_t size, int rank, int *first)
-{
-    size_t l = strlen(s);
-    if (l + 16 < size) snprintf(s + l, size - l, "%s%d", *first ? "" : ",", rank);
-    *first = 0;
-}
-
-static void print_report(long now)
-{
-    struct nbc_req *r = nbc_rt.stall.r;
-    comm_state *cs = r->cs;
-    char started[512] = "", missing[1024] = "", silent[512] = "";
-    int fs = 1, fm = 1, fq = 1;
-    for (int k = 0, j = 0; j < cs->size; j++) {
-        if (j == cs->rank) {
-            append_rank(started, sizeof started, j, &fs);
-            continue;
-        }
-        int done = 0;
-        MPI_Test(&nbc_rt.stall.reqs[nbc_rt.stall.n + k], &done, MPI_STATUS_IGNORE);
-        const stall_msg *a = &nbc_rt.stall.answers[k++];
-        if (!done) {
-            append_rank(silent, sizeof silent, j, &fq);
-        } else if (a->starts >= r->starts) {
-            append_rank(started, sizeof started, j, &fs);
-        } else {
-            size_t l = strlen(missing);
-            if (l + 40 < sizeof missing)
-                snprintf(missing + l, sizeof missing - l, "%s%d (at start %llu)", fm ? "" : ", ", j,
-                         (unsigned long long)a->starts);
-            fm = 0;
-        }
-    }
-    fprintf(stderr,
-            "nbc: stall: request '%s' (id %u, %s of %llu bytes) has waited %.1f s on rank %d at start %llu: started by "
-            "rank%s %s%s%s%s%s\n",
-            r->name[0] ? r->name : "(unnamed)", r->id, collective_names[r->sig.coll],
-            (unsigned long long)(r->sig.count * r->sig.esize), (double)(now - r->stall_since_ns) * 1e-9, cs->rank,
-            (unsigned long long)r->starts, strchr(started, ',') ? "s" : "", started, fm ? "" : "; not started by rank ", missing,
-            fq ? "" : "; no answer (busy outside nbc) from ", silent);
-}
-
-static void finish_report(void)
-{
-    for (int i = 0; i < 2 * nbc_rt.stall.n; i++) {
-        if (nbc_rt.stall.reqs[i] == MPI_REQUEST_NULL) continue;
-        if (i >= nbc_rt.stall.n) MPI_Cancel(&nbc_rt.stall.reqs[i]); /* an answer that never came */
-        MPI_Request_free(&nbc_rt.stall.reqs[i]);
-    }
-    free(nbc_rt.stall.answers);
-    free(nbc_rt.stall.reqs);
-    nbc_rt.stall.r = NULL, nbc_rt.stall.answers = NULL, nbc_rt.stall.reqs = NULL;
-    nbc_rt.stall.n = 0, nbc_rt.stall.asked_ns = 0;
-}
-
-void stall_forget(struct nbc_req *r)
-{
-    if (nbc_rt.stall.r == r) finish_report();
-}
-
-/* ---- what one request waits for, from this rank's side ---- */
 
 /* Appends to out, which holds *n bytes so far (never past size). */
 static void put(char *out, size_t size, size_t *n, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -274,7 +150,7 @@ static void watch(long now)
         if (waited <= nbc_rt.env.stall_ns << (r->stall_reports < 20 ? r->stall_reports : 20)) continue;
         r->stall_reports++;
         report(r, waited);
-        if (r->any_order && !nbc_rt.stall.r && r->st.comm != MPI_COMM_NULL) ask(r, now);
+        if (r->any_order && r->st.comm != MPI_COMM_NULL) stall_ask(r, now);
     }
 }
 
@@ -284,19 +160,7 @@ void stall_poll(void)
     long now = now_ns();
     if (now - nbc_rt.stall.last_poll_ns < STALL_POLL_NS) return;
     nbc_rt.stall.last_poll_ns = now;
-    for (comm_state *cs = comm_first(); cs; cs = cs->next)
-        if (cs->any != MPI_COMM_NULL && comm_ready(cs, 1)) answer(cs);
+    stall_answer_all();
     watch(now);
-    if (nbc_rt.stall.r) {
-        int done = 1;
-        for (int i = 0; i < nbc_rt.stall.n; i++) {
-            int flag = 0;
-            MPI_Test(&nbc_rt.stall.reqs[nbc_rt.stall.n + i], &flag, MPI_STATUS_IGNORE);
-            done &= flag;
-        }
-        if (done || now - nbc_rt.stall.asked_ns > ANSWER_WAIT_NS || nbc_rt.stall.r->state != REQ_ACTIVE) {
-            print_report(now);
-            finish_report();
-        }
-    }
+    stall_gather(now);
 }

@@ -6,7 +6,7 @@
  * during each case: ranks calling different collectives (rank 1 bcast, the others allreduce),
  * a rank that does not call for 2 s (sleeping), a peer that started but computes for 2 s
  * outside the library, counts that differ by rank, a persistent request started late. The
- * program sets NBC_STALL_WARNING=1 and NBC_TIMEOUT=4 (unless set) so that the cases that can never complete end in
+ * program sets NBC_STALL_WARNING=1 and NBC_TIMEOUT=8 (unless set: long enough for a loaded machine) so that the cases that can never complete end in
  * an error; each case has its own communicator (a failed shared program leaves its rank
  * declining on that one). Prints ok/FAIL from rank 0; a rank's own failures from that rank. */
 #include <signal.h>
@@ -218,7 +218,7 @@ static void on_alarm(int sig)
 
 int main(int argc, char **argv)
 {
-    setenv("NBC_TIMEOUT", "4", 0); /* what never completes ends in an error */
+    setenv("NBC_TIMEOUT", "8", 0); /* what never completes ends in an error */
     setenv("NBC_STALL_WARNING", "1", 0);
     int provided;
     MPI_Init_thread(&argc, &argv, getenv("NBC_PROGRESS_THREAD") ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
