@@ -4,10 +4,11 @@
  *
  * Each rank sends its stderr to a file of its own and reads back what the library printed
  * during each case: ranks calling different collectives (rank 1 bcast, the others allreduce),
- * a rank that does not call for 2 s (sleeping), a peer that started but computes for 2 s
- * outside the library, counts that differ by rank, a persistent request started late. The
- * program sets NBC_STALL_WARNING=1 and NBC_TIMEOUT=8 (unless set: long enough for a loaded machine) so that the cases that can never complete end in
- * an error; each case has its own communicator (a failed shared program leaves its rank
+ * a rank that does not call for 2 s (sleeping), a peer that computes for 2 s outside the
+ * library between two calls, counts that differ by rank, persistent and any-order requests
+ * started late. The program sets NBC_STALL_WARNING=1 and NBC_TIMEOUT=8 (unless set; 8 s leaves
+ * room on a loaded machine) so that the cases that can never complete end in an error; each
+ * case has its own communicator, used once before (a failed shared program leaves its rank
  * declining on that one). Prints ok/FAIL from rank 0; a rank's own failures from that rank. */
 #include <signal.h>
 #include <stdarg.h>
