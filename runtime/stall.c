@@ -18,6 +18,7 @@
  * It costs nothing on the fast path: the clock is read here only, from progress passes that
  * moved nothing, at most every STALL_POLL_NS; a request's position (start, phase, round) is
  * compared with the one seen then, as timeout.c does. */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -146,8 +147,9 @@ static void watch(long now)
             r->stall_reports = 0;
             continue;
         }
-        long waited = now - r->stall_since_ns;
-        if (waited <= nbc_rt.env.stall_ns << (r->stall_reports < 20 ? r->stall_reports : 20)) continue;
+        long waited = now - r->stall_since_ns, due = nbc_rt.env.stall_ns;
+        for (int i = 0; i < r->stall_reports && due < LONG_MAX / 2; i++) due *= 2; /* never overflows */
+        if (waited <= due) continue;
         r->stall_reports++;
         report(r, waited);
         if (r->any_order && r->st.comm != MPI_COMM_NULL) stall_ask(r, now);

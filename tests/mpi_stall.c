@@ -111,6 +111,11 @@ static void different_collectives(MPI_Comm comm)
     check(matched_stray || (rc != MPI_SUCCESS && l && strstr(l, "round ") && strstr(l, "call #1 of its communicator") && strstr(l, "waits on") && strstr(l, "rank ")),
           "different collectives on the ranks: each reports its collective, call, round and what it waits for",
           "rc %d; stderr: %.300s", rc, s);
+    /* reported at 1, 2 and 4 s (each time the wait doubles), perhaps at 8 as the timeout comes */
+    int reports = 0;
+    for (const char *at = s; (at = strstr(at, rank == 1 ? "nbc: stall: bcast" : "nbc: stall: allreduce")); at++) reports++;
+    check(matched_stray || (reports >= 3 && reports <= 4), "a stall is reported again each time it doubles, not at every pass",
+          "%d reports in 8 s", reports);
     /* the bcast from 0 waits for a message from rank 0, which never sends it */
     check(rank != 1 || matched_stray || (l && strstr(l, "from rank 0")), "the bcast rank names rank 0, the root it waits for", "%s",
           l ? l : s);
