@@ -251,12 +251,15 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     setvbuf(stderr, NULL, _IONBF, 0);
-    different_collectives(comms[0]);
     never_calling(comms[1]);
     computing_peer(comms[2]);
-    counts_differ(comms[3]);
     late_persistent(comms[4]);
     late_any_order(comms[5]);
+    /* the erroneous programs last: on messages at p = 3, after their timeouts a later call may
+     * lose a message even on another communicator (seen with MPICH 4.0.2 and UCX, with or
+     * without stall reports; not understood yet) */
+    counts_differ(comms[3]);
+    different_collectives(comms[0]);
     /* a check passes when no rank failed it; the failing ranks printed why */
     int any[MAX_CHECKS] = {0}, n = nchecks;
     nbc_request r;
