@@ -263,8 +263,10 @@ int main(int argc, char **argv)
     /* a check passes when no rank failed it; the failing ranks printed why */
     int any[MAX_CHECKS] = {0}, n = nchecks;
     nbc_request r;
-    if (nbc_iallreduce(failed, any, MAX_CHECKS, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &r) == MPI_SUCCESS) nbc_wait(&r);
-    for (int i = 0; rank == 0 && i < n; i++)
+    int rc = nbc_iallreduce(failed, any, MAX_CHECKS, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &r);
+    if (rc == MPI_SUCCESS) rc = nbc_wait(&r);
+    if (rc != MPI_SUCCESS) printf("FAIL mpi_stall p=%d: rank %d: combining the verdicts failed: %s\n", size, rank, nbc_error_message());
+    for (int i = 0; rank == 0 && rc == MPI_SUCCESS && i < n; i++)
         if (!any[i]) printf("ok %s p=%d\n", names[i], size);
     fflush(stdout);
     for (int i = 0; i < CASES; i++) MPI_Comm_free(&comms[i]);
