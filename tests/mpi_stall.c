@@ -255,11 +255,6 @@ int main(int argc, char **argv)
     computing_peer(comms[2]);
     late_persistent(comms[4]);
     late_any_order(comms[5]);
-    /* the erroneous programs last: on messages at p = 3, after their timeouts a later call may
-     * lose a message even on another communicator (seen with MPICH 4.0.2 and UCX, with or
-     * without stall reports; not understood yet) */
-    counts_differ(comms[3]);
-    different_collectives(comms[0]);
     /* a check passes when no rank failed it; the failing ranks printed why */
     int any[MAX_CHECKS] = {0}, n = nchecks;
     nbc_request r;
@@ -268,6 +263,14 @@ int main(int argc, char **argv)
     if (rc != MPI_SUCCESS) printf("FAIL mpi_stall p=%d: rank %d: combining the verdicts failed: %s\n", size, rank, nbc_error_message());
     for (int i = 0; rank == 0 && rc == MPI_SUCCESS && i < n; i++)
         if (!any[i]) printf("ok %s p=%d\n", names[i], size);
+    /* The erroneous programs last, each rank telling its own verdicts (rank 0 the ok lines): on
+     * messages at p = 3, after their timeouts a later call could lose a message even on another
+     * communicator (MPICH 4.0.2 with UCX, with stall reports on or off; not understood yet). */
+    int first = nchecks;
+    counts_differ(comms[3]);
+    different_collectives(comms[0]);
+    for (int i = first; rank == 0 && i < nchecks; i++)
+        if (!failed[i]) printf("ok %s p=%d\n", names[i], size);
     fflush(stdout);
     for (int i = 0; i < CASES; i++) MPI_Comm_free(&comms[i]);
     nbc_finalize();
