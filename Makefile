@@ -56,7 +56,7 @@ LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) \
 
 TESTS    := unit_dsl unit_select unit_reduce unit_interp unit_cache mpi_allreduce mpi_badargs mpi_runtime mpi_collectives \
             mpi_total_reduce mpi_lifecycle mpi_threads mpi_failures unit_hardening mpi_hardening mpi_shm mpi_leave \
-            mpi_limits
+            mpi_limits mpi_stall
 EXAMPLES := overlap
 
 STATIC := $(BUILD)/lib/libnbc.a
@@ -213,7 +213,7 @@ test: all $(call DEPS,test-deps)
 	    CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" all > $(SANITIZE).log 2>&1 \
 	    || { tail -n 30 $(SANITIZE).log; exit 1; }
 	@$(MAKE) --no-print-directory BUILD=$(TSAN) BINDIR=$(TSAN)/bin CC="$(TSAN_CC_$(MPI))" \
-	    CFLAGS="-O1 -g -fsanitize=thread" $(TSAN)/tests/mpi_threads $(TSAN)/tests/mpi_shm > $(TSAN).log 2>&1 \
+	    CFLAGS="-O1 -g -fsanitize=thread" $(TSAN)/tests/mpi_threads $(TSAN)/tests/mpi_shm $(TSAN)/tests/mpi_stall > $(TSAN).log 2>&1 \
 	    || { tail -n 30 $(TSAN).log; exit 1; }
 	@$(MAKE) --no-print-directory fuzz > $(FUZZ).log 2>&1 || { tail -n 30 $(FUZZ).log; exit 1; }
 	@[ "$(MPI)" = openmpi ] || $(MAKE) --no-print-directory MPI=openmpi build/openmpi/lib/libnbc.so > $(BUILD)/python-lib.log 2>&1 \

@@ -219,16 +219,16 @@ static void set_call(struct nbc_req *r, const call *c, const reduce_kernels *ker
 
 /* The communicator's spare request (request.c), when the memo's programs are its own, taken
  * for this call: its duplicate, arrays and programs are this call's already. Its signature,
- * datatype, op and buffers are set, and what stall reports and timeouts count starts again, as
- * in a new request. NULL when there is none or it holds other programs. */
+ * datatype, op and buffers are set, and what timeouts count starts again, as in a new request.
+ * NULL when there is none or it holds other programs. */
 static struct nbc_req *reuse_spare(comm_state *cs, const call *c, const call_signature *sig, const reduce_kernels *kernel)
 {
     struct nbc_req *r = cs->last.spare;
     if (!r || memcmp(r->progs, cs->last.progs, sizeof r->progs)) return NULL;
     req_unpark(cs);
     cache_hit_each(nbc_rt.sel.programs, r->progs, RUN_CHOICES);
-    r->starts = r->seen_starts = 0; /* which stall reports compare across ranks */
-    r->reported = 0;
+    /* its start count goes on (a spare is never any-order, whose starts the ranks compare), so
+     * that the stall reports of stall.c see each call as a new position */
     r->timeout_mark = 0, r->timeout_since_ns = 0;
     r->st.prog = cache_entry_program(r->progs[RUN_MESSAGES]); /* a shared one after a shared run */
     set_call(r, c, kernel);
@@ -345,8 +345,8 @@ void call_launch(struct nbc_req *r)
     } else {
         r->seq = r->cs->seq;
         r->st.tag = comm_next_tag(r->cs);
-        if (check_enabled()) check_begin(r);
     }
+    if (check_enabled()) check_begin(r); /* any-order: at each start, on its own tag */
     req_start(r);
 }
 

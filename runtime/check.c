@@ -1,15 +1,19 @@
-/* NBC_CHECK=1: before each collective that must be started in the same order everywhere, the
- * ranks agree that they are running the same one. MPI calls a program whose ranks disagree
+/* NBC_CHECK=1: before each collective that must be started in the same order everywhere, and
+ * before each start of an any-order request, the ranks agree that they are running the same
+ * one. MPI calls a program whose ranks disagree
  * (one calls allreduce while another calls bcast, or they pass different counts) erroneous,
  * and without the check nbc, like MPI, may then hang, report truncation on one rank only, or
  * return garbage with success. With it, every rank fails the collective with a message that
- * names both sides.
+ * names both sides and the fields that differ. An any-order request is checked at each of
+ * its starts, on its own tag before its messages (a rank finishes a start before it begins the
+ * next, so the agreement's messages never meet another start's); its mismatch fails with
+ * MPI_ERR_ARG: the ranks made different requests at the same init.
  *
  * The agreement is a dissemination of the smallest and largest call signature: in round k a
  * rank sends what it knows to rank + 2^k and receives from rank - 2^k, so after ceil(log2 p)
  * rounds every rank knows both extremes and sees a mismatch if there is one. It uses the
  * collective's own tag, before any of its messages, and costs ceil(log2 p) rounds of one
- * 96-byte message per collective. */
+ * 128-byte message per collective. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,12 +25,13 @@ typedef struct {
     uint64_t hash;
     int32_t coll, root, op, rank;
     int64_t count, esize;
+    char type[24];           /* a predefined datatype's name ("" for others: their size counts) */
 } signature;
 
 struct nbc_check {
     signature mine, extremes[2], incoming[2];
     int k, rounds, posted;
-    uint64_t seq;            /* which collective of the communicator, counting from 0 */
+    uint64_t seq;            /* which collective of the communicator, counting from 0; any-order: which start */
     MPI_Request reqs[2];
 };
 
@@ -59,7 +64,14 @@ void check_begin(struct nbc_req *r)
     int rooted = collective_rooted(s->coll);
     c->mine = (signature){.coll = s->coll, .root = rooted ? s->root : 0, .op = op_index(s->op), .rank = r->cs->rank,
                           .count = s->count, .esize = s->esize};
+    char name[MPI_MAX_OBJECT_NAME] = "";
+    int len = 0, ni, na, nd, combiner = 0;
+    if (MPI_Type_get_envelope(r->st.datatype, &ni, &na, &nd, &combiner) == MPI_SUCCESS && combiner == MPI_COMBINER_NAMED)
+        MPI_Type_get_name(r->st.datatype, name, &len);
+    size_t n = strnlen(name, sizeof c->mine.type - 1); /* cut, alike on every rank */
+    memcpy(c->mine.type, name, n);
     uint64_t h = 1469598103934665603ull;
+    for (const char *t = c->mine.type; *t; t++) h = mix(h, *t);
     h = mix(h, c->mine.coll);
     h = mix(h, c->mine.root);
     h = mix(h, c->mine.op);
@@ -68,7 +80,7 @@ void check_begin(struct nbc_req *r)
     c->extremes[0] = c->extremes[1] = c->mine;
     while ((1 << c->rounds) < r->cs->size) c->rounds++;
     c->reqs[0] = c->reqs[1] = MPI_REQUEST_NULL;
-    c->seq = r->cs->seq - 1; /* the tag was just taken */
+    c->seq = r->any_order ? r->starts + 1 : r->cs->seq - 1; /* the start about to be; the tag just taken */
     r->check = c;
 }
 
@@ -87,22 +99,39 @@ void check_free(struct nbc_req *r)
 static void describe(const signature *s, char *out, size_t size)
 {
     int rooted = collective_rooted(s->coll);
-    int n = snprintf(out, size, "%s of %lld elements of %lld bytes",
+    int n = snprintf(out, size, "%s of %lld elements of %lld bytes%s%s%s",
                      s->coll >= 0 && s->coll < COLL_COUNT_ ? collective_names[s->coll] : "?", (long long)s->count,
-                     (long long)s->esize);
+                     (long long)s->esize, s->type[0] ? " (" : "", s->type, s->type[0] ? ")" : "");
     if (rooted && n > 0 && (size_t)n < size) snprintf(out + n, size - (size_t)n, ", root %d", s->root);
+}
+
+/* "collective, count" */
+static void differences(const signature *a, const signature *b, char *out, size_t size)
+{
+    const char *what[] = {"collective", "count", "datatype", "op", "root"};
+    int differ[] = {a->coll != b->coll, a->count != b->count, a->esize != b->esize || strcmp(a->type, b->type),
+                    a->op != b->op, a->root != b->root};
+    size_t n = 0;
+    out[0] = '\0';
+    for (int i = 0; i < 5 && n < size; i++)
+        if (differ[i]) n += (size_t)snprintf(out + n, size - n, "%s%s", n ? ", " : "", what[i]);
 }
 
 static void report(struct nbc_req *r)
 {
     struct nbc_check *c = r->check;
     const signature *other = c->extremes[0].hash != c->mine.hash ? &c->extremes[0] : &c->extremes[1];
-    char a[160], b[160];
+    char a[160], b[160], which[96], fields[64];
     describe(&c->mine, a, sizeof a);
     describe(other, b, sizeof b);
-    req_fail(r, MPI_ERR_OTHER,
-             "NBC_CHECK: ranks disagree on collective #%llu of their communicator: rank %d calls %s; rank %d calls %s",
-             (unsigned long long)c->seq, c->mine.rank, a, other->rank, b);
+    differences(&c->mine, other, fields, sizeof fields);
+    if (r->any_order)
+        snprintf(which, sizeof which, "any-order request id %llu (start %llu)", (unsigned long long)r->id, (unsigned long long)c->seq);
+    else
+        snprintf(which, sizeof which, "collective #%llu", (unsigned long long)c->seq);
+    req_fail(r, r->any_order ? MPI_ERR_ARG : MPI_ERR_OTHER,
+             "NBC_CHECK: ranks disagree on %s of their communicator: rank %d calls %s; rank %d calls %s (they differ in %s)", which,
+             c->mine.rank, a, other->rank, b, fields);
 }
 
 int check_step(struct nbc_req *r)

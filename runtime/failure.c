@@ -15,11 +15,15 @@ int failure_where(const struct nbc_req *r, uint32_t round, char *out, size_t siz
                     r->name[0] ? ", request '" : "", r->name, r->name[0] ? "'" : "", r->cs ? r->cs->rank : -1, round, p->nrounds);
 }
 
-/* "RECV of 32 bytes from rank 1 (pc 7)", "COPY of 32 bytes with rank 1 (pc 3)" */
+/* "RECV of 32 bytes from rank 1 (pc 7)", "COPY of 32 bytes with rank 1 (pc 3)", "WAIT for the flag of rank 1
+ * (pc 4)" */
 int failure_insn(const nbc_program *p, int pc, char *out, size_t size)
 {
     if (pc < 0) return snprintf(out, size, "(no single message)");
     const nbc_insn *in = &prog_insns(p)[pc];
+    if (prog_opinfo(in->op)->flag) /* no data: a flag to or from the peer, in shared memory */
+        return snprintf(out, size, "%s %s rank %d (pc %d)", prog_opcode_name(in->op), in->op == OP_WAIT ? "for the flag of" : "to",
+                        in->peer, pc);
     return snprintf(out, size, "%s of %llu bytes %s rank %d (pc %d)", prog_opcode_name(in->op), (unsigned long long)in->len,
                     in->op == OP_SEND ? "to" : in->op == OP_RECV ? "from" : "with", in->peer, pc);
 }

@@ -108,9 +108,9 @@ struct nbc_req {
     struct any_block *block; /* any-order, past the first block: its identities' duplicate */
     uint64_t starts;        /* how often it was started */
     long last_moved_ns;     /* when it last got further (priorities), or was started */
-    long started_ns;        /* when this start was first seen active (stall reports) */
-    uint64_t seen_starts;   /* the start that started_ns belongs to */
-    int reported;           /* this start's stall was reported */
+    uint64_t stall_mark;    /* stall reports: its position when last seen, since when (0: not */
+    long stall_since_ns;    /* seen since it started), and how often that stall was reported */
+    int stall_reports;
     uint64_t timeout_mark;  /* NBC_TIMEOUT: its position when last seen, and since when */
     long timeout_since_ns;
     char name[48];          /* nbc_name, or "" */
@@ -167,9 +167,14 @@ int thread_progress_start(void);
 void thread_progress_stop(void);   /* joins it; call without holding the lock */
 int thread_is_multiple(void);
 
-/* ---- stall reports (stall.c) ---- */
+/* ---- stall reports (stall.c, stall_ask.c) ---- */
 void stall_poll(void);             /* from progress passes that moved nothing; cheap */
 void stall_forget(struct nbc_req *r); /* r goes away */
+/* any-order requests (stall_ask.c): ask the other ranks which have started r; answer their
+ * queries; print a report once its answers are in */
+void stall_ask(struct nbc_req *r, long now);
+void stall_answer_all(void);
+void stall_gather(long now);
 int stall_query_tag(const comm_state *cs); /* the top two tags of cs->any are the reports' */
 #define STALL_TAGS 2
 

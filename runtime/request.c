@@ -120,8 +120,8 @@ struct nbc_req *req_get(size_t scratch, int nreqs)
     r->cs = NULL;
     r->persistent = r->any_order = r->orphan = 0;
     r->priority = r->next_priority = 0;
-    r->starts = r->seen_starts = 0;
-    r->reported = 0;
+    r->starts = 0;
+    r->stall_since_ns = 0; /* (starts begins again: a position of its last life must not count) */
     r->timeout_mark = 0, r->timeout_since_ns = 0;
     r->name[0] = r->error[0] = '\0';
     r->check = NULL;
@@ -283,7 +283,7 @@ long now_ns(void)
 void req_start(struct nbc_req *r)
 {
     r->state = REQ_ACTIVE;
-    r->starts++;
+    r->starts++; /* a new position for stall reports (stall.c) */
     r->last_moved_ns = nbc_rt.reqs.active && nbc_rt.reqs.active->priority != r->priority ? now_ns() : 0;
     insert_active(r);
     int s = step(r, !nbc_rt.reqs.active || r == nbc_rt.reqs.active || nbc_rt.reqs.active->priority == r->priority);

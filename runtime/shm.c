@@ -843,3 +843,35 @@ void shm_end(struct nbc_req *r)
     r->st.shared = NULL; /* the channel's, which the next call on it takes */
     r->shm_chan = -1;
 }
+
+/* For stall reports (stall.c): what rank q of r's communicator last did on the shared block,
+ * read from its lines without any message: the last call it published on a channel (and
+ * whether it declined), the last it ended, and the flags it raised for this rank in r's call.
+ * Relaxed loads: a report, not a decision. 0 when the communicator is not attached. */
+int shm_describe_peer(const struct nbc_req *r, int q, char *buf, size_t size)
+{
+    const struct shm_comm *sc = r->cs ? r->cs->shm : NULL;
+    int p = r->cs ? r->cs->size : 0, me = r->cs ? r->cs->rank : 0;
+    if (!sc || sc->state != ATTACHED || q < 0 || q >= p || q == me || !sc->block[q]) return 0;
+    uint64_t published = 0, ended = 0, declined = 0;
+    for (int c = 0; c < CHANNELS; c++) {
+        const pub_line *l = pub_of(sc->block[q], c);
+        uint64_t s = __atomic_load_n(&l->stamp, __ATOMIC_RELAXED), d = __atomic_load_n(&l->done, __ATOMIC_RELAXED);
+        if (s > published) published = s, declined = __atomic_load_n(&l->declined, __ATOMIC_RELAXED);
+        if (d > ended) ended = d;
+    }
+    int n = snprintf(buf, size, "rank %d's line: ", q);
+    if (n < 0 || (size_t)n >= size) return n;
+    n += ended ? snprintf(buf + n, size - (size_t)n, "last ended call #%llu", (unsigned long long)(ended - 1))
+               : snprintf(buf + n, size - (size_t)n, "has ended no call that may share memory");
+    if (published && (size_t)n < size)
+        n += snprintf(buf + n, size - (size_t)n, ", last published call #%llu%s", (unsigned long long)(published - 1),
+                      declined ? " (declined)" : "");
+    if (!r->any_order && (size_t)n < size) { /* its last flag for this rank on r's channel: (call + 1) << 20 + count */
+        uint64_t f = __atomic_load_n(flag_of(sc->block[q], p, (int)(r->seq % CHANNELS), me), __ATOMIC_RELAXED);
+        n += f >> 20 ? snprintf(buf + n, size - (size_t)n, ", its last flag for rank %d on channel %d: #%llu of call #%llu", me,
+                                (int)(r->seq % CHANNELS), (unsigned long long)(f & ((1u << 20) - 1)), (unsigned long long)((f >> 20) - 1))
+                     : snprintf(buf + n, size - (size_t)n, ", no flag for rank %d on channel %d yet", me, (int)(r->seq % CHANNELS));
+    }
+    return n;
+}

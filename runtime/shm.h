@@ -74,6 +74,9 @@ void shm_explain(struct nbc_req *r);
 /* Call `seq` failed here before it became a request: its peers learn it (err: the reason). */
 void shm_not_started(struct comm_state *cs, uint64_t seq, int err);
 void shm_comm_free(struct comm_state *cs);
+/* What peer q of r's communicator last did, read from its line (stall reports): snprintf's
+ * return, or 0 when the communicator shares no memory. */
+int shm_describe_peer(const struct nbc_req *r, int q, char *buf, size_t size);
 
 int shm_alloc(size_t size, void *baseptr);
 int shm_free(void *base);

@@ -1,136 +1,159 @@
-/* Stall reports, like Horovod's stall inspector: when an any-order request has been active for
- * NBC_STALL_WARNING seconds (default 60; 0 turns reports off), this rank asks the others, on
- * the request's own communicator, how often each has started it, and prints which ranks have
- * started it and which have not:
+/* Stall reports: no request waits silently. When an active request (ordered one-shot, persistent
+ * or any-order; messages or shared memory) has not moved for NBC_STALL_WARNING seconds (default
+ * 60; 0 turns reports off), this rank prints where it waits, and again each time the wait
+ * doubles (2, 4, 8 ... times the warning):
  *
- *   nbc: stall: request 'layer3.weight' (id 5, allreduce of 4194304 bytes) has waited 60.0 s on
- *   rank 0 at start 12: started by ranks 0,1,3; not started by rank 2 (at start 11)
+ *   nbc: stall: allreduce (schedule 'allreduce_shm_small') on rank 0, round 0 of 2, call #2 of
+ *   its communicator, has not moved for 1.0 s: waits on WAIT for the flag of rank 1 (pc 2) at
+ *   line 33:46; rank 1's line: last ended call #1, no flag for rank 0 on channel 2 yet
+ *
+ * It names the collective, schedule, call, round, the instructions of the round that have not
+ * finished and their peers, or the phase before the program (the communicator's duplication,
+ * the NBC_CHECK agreement, the agreement on shared memory); on a communicator that shares
+ * memory, what each such peer last did, read from its line (shm_describe_peer), without a
+ * message.
+ *
+ * An any-order request also asks the other ranks which have started it (stall_ask.c).
  *
  * It costs nothing on the fast path: the clock is read here only, from progress passes that
- * moved nothing, at most every STALL_POLL_NS, and a start is noticed by its start count
- * changing. Queries are answered from the same passes (so a rank busy outside the library,
- * with no progress thread, answers late: the report then names it as not answering). */
+ * moved nothing, at most every STALL_POLL_NS; a request's position (start, phase, round) is
+ * compared with the one seen then, as timeout.c does. */
+#include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "state.h"
 
 #define STALL_POLL_NS 100000000L  /* 0.1 s */
-#define ANSWER_WAIT_NS 2000000000L /* how long a report waits for answers */
 
-
-int stall_query_tag(const comm_state *cs) { return (int)(cs->tag_space - 1); }
-static int answer_tag(const comm_state *cs) { return (int)(cs->tag_space - STALL_TAGS); }
-
-static struct nbc_req *find(comm_state *cs, uint64_t id)
+/* Appends to out, which holds *n bytes so far (never past size). */
+static void put(char *out, size_t size, size_t *n, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void put(char *out, size_t size, size_t *n, const char *fmt, ...)
 {
-    for (struct nbc_req *r = cs->persistent; r; r = r->cs_next)
-        if (r->id == id) return r;
-    return NULL;
+    if (*n >= size) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(out + *n, size - *n, fmt, ap);
+    va_end(ap);
+    if (k > 0) *n = *n + (size_t)k < size ? *n + (size_t)k : size;
 }
 
-/* Answers every query waiting on cs's any-order communicator. */
-static void answer(comm_state *cs)
+/* The instruction as failures name it, and where it is in its schedule. */
+static void put_insn(char *out, size_t size, size_t *n, const nbc_program *p, int pc, int first)
 {
-    for (;;) {
-        int flag = 0;
-        MPI_Status st;
-        if (MPI_Iprobe(MPI_ANY_SOURCE, stall_query_tag(cs), cs->any, &flag, &st) != MPI_SUCCESS || !flag) return;
-        stall_msg q, a = {0};
-        MPI_Recv(&q, (int)sizeof q, MPI_BYTE, st.MPI_SOURCE, stall_query_tag(cs), cs->any, MPI_STATUS_IGNORE);
-        struct nbc_req *r = find(cs, q.id);
-        a.id = q.id;
-        a.starts = r ? r->starts : 0;
-        a.active = r && r->state == REQ_ACTIVE;
-        /* small and answered at most once per query: a blocking send would only wait for MPI's
-         * eager buffer, which such a message always fits */
-        MPI_Send(&a, (int)sizeof a, MPI_BYTE, st.MPI_SOURCE, answer_tag(cs), cs->any);
-    }
+    char what[120];
+    failure_insn(p, pc, what, sizeof what);
+    put(out, size, n, "%s%s", first ? "" : ", ", what);
+    if (pc >= 0) put(out, size, n, " at line %u:%u", prog_locs(p)[pc].line, prog_locs(p)[pc].col);
 }
 
-static void ask(struct nbc_req *r, long now)
+/* The round's last WAIT on peer: the flag the round waits for. */
+static int wait_pc(const nbc_program *p, uint32_t round, int peer)
 {
-    comm_state *cs = r->cs;
-    int n = cs->size - 1;
-    nbc_rt.stall.answers = calloc((size_t)n + 1, sizeof *nbc_rt.stall.answers);
-    nbc_rt.stall.reqs = calloc(2 * (size_t)n + 1, sizeof *nbc_rt.stall.reqs);
-    if (!nbc_rt.stall.answers || !nbc_rt.stall.reqs) {
-        free(nbc_rt.stall.answers), free(nbc_rt.stall.reqs);
-        nbc_rt.stall.answers = NULL, nbc_rt.stall.reqs = NULL;
+    int pc = -1;
+    for (uint32_t i = prog_rounds(p)[round]; i < prog_rounds(p)[round + 1]; i++)
+        if (prog_insns(p)[i].op == OP_WAIT && prog_insns(p)[i].peer == peer) pc = (int)i;
+    return pc;
+}
+
+/* Where r stands: its start, the phase before its program, its round. */
+static uint64_t position(const struct nbc_req *r)
+{
+    const interp_state *st = &r->st;
+    return r->starts << 40 ^ (uint64_t)st->round << 5 ^ (uint64_t)st->posted << 4 ^ (uint64_t)(st->comm != MPI_COMM_NULL) << 3 ^
+           (uint64_t)(r->check != NULL) << 2 ^ (uint64_t)r->shm_published << 1 ^ (uint64_t)r->shm_chosen;
+}
+
+/* What r waits for, in words; *peers gets bit q for each rank q it waits on (q < 64). */
+static void waits_for(struct nbc_req *r, char *out, size_t size, uint64_t *peers)
+{
+    interp_state *st = &r->st;
+    size_t n = 0;
+    int p = r->cs->size, me = r->cs->rank;
+    uint64_t others = (p >= 64 ? ~0ull : (1ull << p) - 1) & ~(me < 64 ? 1ull << me : 0);
+    if (st->comm == MPI_COMM_NULL) {
+        put(out, size, &n, "waits for the duplication of its communicator (MPI_Comm_idup, with every rank's first %s on it): "
+            "some rank has not made that call", r->any_order ? "any-order request" : "collective");
         return;
     }
-    nbc_rt.stall.r = r;
-    nbc_rt.stall.n = n;
-    nbc_rt.stall.asked_ns = now;
-    nbc_rt.stall.query = (stall_msg){.id = r->id, .active = 1, .starts = r->starts};
-    for (int k = 0, j = 0; j < cs->size; j++) {
-        if (j == cs->rank) continue;
-        MPI_Isend(&nbc_rt.stall.query, (int)sizeof nbc_rt.stall.query, MPI_BYTE, j, stall_query_tag(cs), cs->any, &nbc_rt.stall.reqs[k]);
-        MPI_Irecv(&nbc_rt.stall.answers[k], (int)sizeof *nbc_rt.stall.answers, MPI_BYTE, j, answer_tag(cs), cs->any,
-                  &nbc_rt.stall.reqs[n + k]);
-        k++;
+    if (r->check) {
+        put(out, size, &n, "waits in the NBC_CHECK agreement on the call's signature: some rank has not started this call");
+        *peers = others;
+        return;
     }
+    if (r->progs[RUN_SHARED] && !r->shm_chosen) {
+        put(out, size, &n, "waits to agree on shared memory for this call (channel %d): a rank has not reached it, or an "
+            "earlier call on the channel has not ended everywhere", (int)(r->seq % SHM_CHANNELS));
+        *peers = others;
+        return;
+    }
+    if (st->round >= st->prog->nrounds) {
+        put(out, size, &n, "has finished its rounds (not yet seen by a test or wait)");
+        return;
+    }
+    if (!st->posted) {
+        put(out, size, &n, "has not issued this round: requests of higher priority are moving");
+        return;
+    }
+    put(out, size, &n, "waits on ");
+    int first = 1;
+    for (int i = 0; i < st->nreqs; i++) {
+        int done = 0, pc = interp_comm_pc(st->prog, st->round, i);
+        if (st->reqs[i] == MPI_REQUEST_NULL || pc < 0) continue;
+        MPI_Request_get_status(st->reqs[i], &done, MPI_STATUS_IGNORE);
+        if (done) continue;
+        put_insn(out, size, &n, st->prog, pc, first);
+        first = 0;
+        int q = prog_insns(st->prog)[pc].peer;
+        if (q >= 0 && q < 64) *peers |= 1ull << q;
+    }
+    for (int i = 0; st->shared && i < st->shared->nwaiting; i++) {
+        int q = st->shared->waiting[i];
+        put_insn(out, size, &n, st->prog, wait_pc(st->prog, st->round, q), first);
+        first = 0;
+        if (q >= 0 && q < 64) *peers |= 1ull << q;
+    }
+    if (first) put(out, size, &n, "nothing left in this round (it moves at the next pass)");
 }
 
-static void append_rank(char *s, size_t size, int rank, int *first)
+static void report(struct nbc_req *r, long waited)
 {
-    size_t l = strlen(s);
-    if (l + 16 < size) snprintf(s + l, size - l, "%s%d", *first ? "" : ",", rank);
-    *first = 0;
+    char at[200], call[80], what[1024] = "", state[1536] = "";
+    uint64_t peers = 0;
+    size_t n = 0;
+    failure_where(r, r->st.round, at, sizeof at);
+    if (r->any_order)
+        snprintf(call, sizeof call, "any-order request id %llu at start %llu", (unsigned long long)r->id, (unsigned long long)r->starts);
+    else
+        snprintf(call, sizeof call, "call #%llu of its communicator", (unsigned long long)r->seq);
+    waits_for(r, what, sizeof what, &peers);
+    for (int q = 0; q < r->cs->size && q < 64; q++) {
+        char one[400];
+        if (peers >> q & 1 && shm_describe_peer(r, q, one, sizeof one) > 0) put(state, sizeof state, &n, "; %s", one);
+    }
+    fprintf(stderr, "nbc: stall: %s, %s, has not moved for %.1f s: %s%s\n", at, call, (double)waited * 1e-9, what, state);
 }
 
-static void print_report(long now)
+/* Each active request: a new position starts its clock; a stall is reported when it has lasted
+ * NBC_STALL_WARNING, then each time it has doubled. */
+static void watch(long now)
 {
-    struct nbc_req *r = nbc_rt.stall.r;
-    comm_state *cs = r->cs;
-    char started[512] = "", missing[1024] = "", silent[512] = "";
-    int fs = 1, fm = 1, fq = 1;
-    for (int k = 0, j = 0; j < cs->size; j++) {
-        if (j == cs->rank) {
-            append_rank(started, sizeof started, j, &fs);
+    for (struct nbc_req *r = req_first_active(); r; r = r->next) {
+        uint64_t mark = position(r);
+        if (mark != r->stall_mark || r->stall_since_ns == 0) {
+            r->stall_mark = mark;
+            r->stall_since_ns = now;
+            r->stall_reports = 0;
             continue;
         }
-        int done = 0;
-        MPI_Test(&nbc_rt.stall.reqs[nbc_rt.stall.n + k], &done, MPI_STATUS_IGNORE);
-        const stall_msg *a = &nbc_rt.stall.answers[k++];
-        if (!done) {
-            append_rank(silent, sizeof silent, j, &fq);
-        } else if (a->starts >= r->starts) {
-            append_rank(started, sizeof started, j, &fs);
-        } else {
-            size_t l = strlen(missing);
-            if (l + 40 < sizeof missing)
-                snprintf(missing + l, sizeof missing - l, "%s%d (at start %llu)", fm ? "" : ", ", j,
-                         (unsigned long long)a->starts);
-            fm = 0;
-        }
+        long waited = now - r->stall_since_ns, due = nbc_rt.env.stall_ns;
+        for (int i = 0; i < r->stall_reports && due < LONG_MAX / 2; i++) due *= 2; /* never overflows */
+        if (waited <= due) continue;
+        r->stall_reports++;
+        report(r, waited);
+        if (r->any_order && r->st.comm != MPI_COMM_NULL) stall_ask(r, now);
     }
-    fprintf(stderr,
-            "nbc: stall: request '%s' (id %llu, %s of %llu bytes) has waited %.1f s on rank %d at start %llu: started by "
-            "rank%s %s%s%s%s%s\n",
-            r->name[0] ? r->name : "(unnamed)", (unsigned long long)r->id, collective_names[r->sig.coll],
-            (unsigned long long)(r->sig.count * r->sig.esize), (double)(now - r->started_ns) * 1e-9, cs->rank,
-            (unsigned long long)r->starts, strchr(started, ',') ? "s" : "", started, fm ? "" : "; not started by rank ", missing,
-            fq ? "" : "; no answer (busy outside nbc) from ", silent);
-}
-
-static void finish_report(void)
-{
-    for (int i = 0; i < 2 * nbc_rt.stall.n; i++) {
-        if (nbc_rt.stall.reqs[i] == MPI_REQUEST_NULL) continue;
-        if (i >= nbc_rt.stall.n) MPI_Cancel(&nbc_rt.stall.reqs[i]); /* an answer that never came */
-        MPI_Request_free(&nbc_rt.stall.reqs[i]);
-    }
-    free(nbc_rt.stall.answers);
-    free(nbc_rt.stall.reqs);
-    nbc_rt.stall.r = NULL, nbc_rt.stall.answers = NULL, nbc_rt.stall.reqs = NULL;
-    nbc_rt.stall.n = 0, nbc_rt.stall.asked_ns = 0;
-}
-
-void stall_forget(struct nbc_req *r)
-{
-    if (nbc_rt.stall.r == r) finish_report();
 }
 
 void stall_poll(void)
@@ -139,31 +162,7 @@ void stall_poll(void)
     long now = now_ns();
     if (now - nbc_rt.stall.last_poll_ns < STALL_POLL_NS) return;
     nbc_rt.stall.last_poll_ns = now;
-    for (comm_state *cs = comm_first(); cs; cs = cs->next) {
-        if (cs->any == MPI_COMM_NULL || !comm_ready(cs, 1)) continue;
-        answer(cs);
-        for (struct nbc_req *r = cs->persistent; r; r = r->cs_next) {
-            if (r->state != REQ_ACTIVE) continue;
-            if (r->seen_starts != r->starts) { /* a new start: its clock begins now */
-                r->seen_starts = r->starts;
-                r->started_ns = now;
-                r->reported = 0;
-            } else if (!r->reported && !nbc_rt.stall.r && now - r->started_ns > nbc_rt.env.stall_ns) {
-                r->reported = 1;
-                ask(r, now);
-            }
-        }
-    }
-    if (nbc_rt.stall.r) {
-        int done = 1;
-        for (int i = 0; i < nbc_rt.stall.n; i++) {
-            int flag = 0;
-            MPI_Test(&nbc_rt.stall.reqs[nbc_rt.stall.n + i], &flag, MPI_STATUS_IGNORE);
-            done &= flag;
-        }
-        if (done || now - nbc_rt.stall.asked_ns > ANSWER_WAIT_NS || nbc_rt.stall.r->state != REQ_ACTIVE) {
-            print_report(now);
-            finish_report();
-        }
-    }
+    stall_answer_all();
+    watch(now);
+    stall_gather(now);
 }

@@ -41,7 +41,7 @@ typedef struct {
     int64_t param_hash; /* of the parameter values; 0 without any */
 } forcing;
 
-/* A stall query and its answers (stall.c). */
+/* A stall query and its answers (stall_ask.c). */
 typedef struct {
     uint64_t id;
     uint32_t active, pad;
@@ -91,13 +91,13 @@ typedef struct {
         select_mode mode;
         sim_model model;
     } sel;
-    struct { /* stall.c: one report being gathered (at most one at a time: stalls are rare) */
+    struct { /* stall_ask.c: one report being gathered (at most one at a time: stalls are rare) */
         struct nbc_req *r;
         long asked_ns;
         int n;                       /* ranks asked: all but this one */
         stall_msg query, *answers;
         MPI_Request *reqs;           /* n sends of the query, then n receives of the answers */
-        long last_poll_ns;
+        long last_poll_ns;           /* stall.c's */
     } stall;
 } nbc_state;
 

@@ -438,6 +438,42 @@ static void every_collective(void)
     free(bufs_mem);
 }
 
+/* NBC_CHECK=1 on any-order requests: each start is checked; a mismatch fails with MPI_ERR_ARG
+ * on every rank, naming the ranks and what differs, and a matching request still runs. */
+static int any_order_start(int64_t *a, int64_t *b, int count, MPI_Datatype type, char *msg, size_t size)
+{
+    nbc_request r;
+    MPI_Info info = any_order_info(0, "checked");
+    int rc = nbc_allreduce_init(a, b, count, type, MPI_SUM, MPI_COMM_WORLD, info, &r);
+    MPI_Info_free(&info);
+    if (rc == MPI_SUCCESS) rc = nbc_start(&r);
+    if (rc == MPI_SUCCESS) rc = nbc_wait(&r);
+    snprintf(msg, size, "%s", nbc_error_message());
+    nbc_request_free(&r);
+    return rc;
+}
+
+static void any_order_mismatches(void)
+{
+    int64_t a[8], b[8];
+    char msg[512];
+    int want = size > 1 ? MPI_ERR_ARG : MPI_SUCCESS;
+    for (int i = 0; i < 8; i++) a[i] = rank;
+    int rc = any_order_start(a, b, rank == 0 ? 3 : 8, MPI_INT64_T, msg, sizeof msg);
+    check(rc == want && (size == 1 || (strstr(msg, "any-order request id") && strstr(msg, "rank 0") && strstr(msg, "differ in count"))),
+          "NBC_CHECK: an any-order request with counts that differ by rank fails everywhere with MPI_ERR_ARG, naming them",
+          "rc %d: %s", rc, msg);
+    rc = any_order_start(a, b, 8, rank == 0 ? MPI_DOUBLE : MPI_INT64_T, msg, sizeof msg);
+    check(rc == want && (size == 1 || (strstr(msg, "MPI_DOUBLE") && strstr(msg, "differ in datatype"))),
+          "NBC_CHECK: an any-order request with datatypes of one size that differ by rank fails everywhere, naming both",
+          "rc %d: %s", rc, msg);
+    for (int i = 0; i < 8; i++) a[i] = input(rank, 0, 0, i);
+    rc = any_order_start(a, b, 8, MPI_INT64_T, msg, sizeof msg);
+    int ok = rc == MPI_SUCCESS;
+    for (int i = 0; ok && i < 8; i++) ok = b[i] == expected(0, 0, i);
+    check(ok, "NBC_CHECK: a matching any-order request still gives the right result", "rc %d: %s", rc, msg);
+}
+
 /* ---- NBC_CHECK=1: mismatched programs fail on every rank instead of returning garbage ---- */
 static void mismatches(void)
 {
@@ -471,6 +507,7 @@ static void mismatches(void)
     int ok = rc == MPI_SUCCESS;
     for (int i = 0; ok && i < 40; i++) ok = b[i] == expected(0, 0, i);
     check(ok, "NBC_CHECK: agreeing collectives still give right results", "rc %d: %s", rc, nbc_error_message());
+    any_order_mismatches();
 }
 
 /* ---- the last rank withholds a start for a while: the others report the stall ---- */

@@ -218,6 +218,14 @@ NBC_STALL_WARNING=0.3 ASAN_OPTIONS=detect_leaks=0 timeout 120 $MPIEXEC -n 3 "$BU
 grep -q "^ok a withheld start completes" "$tmp/out" &&
     grep -q "stall: request 'withheld.tensor' (id 0, allreduce of 8 bytes) has waited .* on rank 0 at start 1: started by ranks 0,1; not started by rank 2 (at start 0)" "$tmp/err"
 check "a withheld start: the other ranks report the stall, naming the request and the missing rank" $? "$(cat "$tmp/out" "$tmp/err" | head -n 5)"
+# no silent hang: every call that stops moving reports where it waits (tests/mpi_stall.c), on
+# messages and on shared memory
+for p in 2 3; do
+    for shm in 1 0; do
+        NBC_SHM=$shm NBC_STALL_WARNING=1 ASAN_OPTIONS=detect_leaks=0 suite "mpi_stall NBC_SHM=$shm p=$p" \
+            $MPIEXEC -n "$p" "$BUILD/tests/mpi_stall"
+    done
+done
 for p in 1 2 3 5; do
     ASAN_OPTIONS=detect_leaks=0 suite "mpi_lifecycle p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_lifecycle"
 done
@@ -249,7 +257,7 @@ done
 if [ -z "$TAG" ]; then
     # the MPI suites again, every request driven by the progress thread too
     for p in 2 3; do
-        for t in mpi_collectives mpi_allreduce mpi_total_reduce mpi_lifecycle mpi_shm mpi_limits; do
+        for t in mpi_collectives mpi_allreduce mpi_total_reduce mpi_lifecycle mpi_shm mpi_limits mpi_stall; do
             NBC_PROGRESS_THREAD=1 suite "$t NBC_PROGRESS_THREAD=1 p=$p" $MPIEXEC -n "$p" "$BUILD/tests/$t"
         done
     done
@@ -304,6 +312,9 @@ if [ -n "$TSAN_BUILD" ]; then
     for p in 2 3; do
         NBC_PROGRESS_THREAD=1 OMPI_MCA_btl=self,vader TSAN_OPTIONS=halt_on_error=1 \
             suite "mpi_shm NBC_PROGRESS_THREAD=1 p=$p" $MPIEXEC -n "$p" "$TSAN_BUILD/tests/mpi_shm"
+        # stall reports from the progress thread, reading the peers' lines
+        NBC_PROGRESS_THREAD=1 NBC_STALL_WARNING=1 OMPI_MCA_btl=self,vader TSAN_OPTIONS=halt_on_error=1 \
+            suite "mpi_stall NBC_PROGRESS_THREAD=1 p=$p" $MPIEXEC -n "$p" "$TSAN_BUILD/tests/mpi_stall"
     done
 fi
 if [ -n "$SANITIZE_BUILD" ]; then
