@@ -69,7 +69,7 @@ EXPORTS  := $(BUILD)/gen/exports.txt
 # MPICH's generalized requests with a poll function (MPIX_Grequest_class_create).
 INTERPOSE := $(BUILD)/lib/libnbcmpi.so
 INTERPOSE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard interpose/*.c)))
-INTERPOSE_TESTS := interpose_coll interpose_overlap
+INTERPOSE_TESTS := interpose_coll interpose_overlap interpose_hang
 ANALYSIS := $(BUILD)/lib/libnbc-analysis.a
 
 .PHONY: all demo test install uninstall clean deps docs
