@@ -212,7 +212,8 @@ test: all $(call DEPS,test-deps)
 	    CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" all > $(SANITIZE).log 2>&1 \
 	    || { tail -n 30 $(SANITIZE).log; exit 1; }
 	@$(MAKE) --no-print-directory BUILD=$(TSAN) BINDIR=$(TSAN)/bin CC="$(TSAN_CC_$(MPI))" \
-	    CFLAGS="-O1 -g -fsanitize=thread" $(TSAN)/tests/mpi_threads $(TSAN)/tests/mpi_shm > $(TSAN).log 2>&1 \
+	    CFLAGS="-O1 -g -fsanitize=thread" $(TSAN)/tests/mpi_threads $(TSAN)/tests/mpi_shm \
+	    $(if $(filter mpich,$(MPI)),$(TSAN)/lib/libnbcmpi.so $(TSAN)/tests/interpose_hang) > $(TSAN).log 2>&1 \
 	    || { tail -n 30 $(TSAN).log; exit 1; }
 	@$(MAKE) --no-print-directory fuzz > $(FUZZ).log 2>&1 || { tail -n 30 $(FUZZ).log; exit 1; }
 	@[ "$(MPI)" = openmpi ] || $(MAKE) --no-print-directory MPI=openmpi build/openmpi/lib/libnbc.so > $(BUILD)/python-lib.log 2>&1 \
