@@ -70,7 +70,7 @@ EXPORTS  := $(BUILD)/gen/exports.txt
 # MPICH's generalized requests with a poll function (MPIX_Grequest_class_create).
 INTERPOSE := $(BUILD)/lib/libnbcmpi.so
 INTERPOSE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard interpose/*.c)))
-INTERPOSE_TESTS := interpose_coll interpose_overlap
+INTERPOSE_TESTS := interpose_coll interpose_overlap interpose_hang
 ANALYSIS := $(BUILD)/lib/libnbc-analysis.a
 
 .PHONY: all demo test install uninstall clean deps docs
@@ -213,7 +213,8 @@ test: all $(call DEPS,test-deps)
 	    CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" all > $(SANITIZE).log 2>&1 \
 	    || { tail -n 30 $(SANITIZE).log; exit 1; }
 	@$(MAKE) --no-print-directory BUILD=$(TSAN) BINDIR=$(TSAN)/bin CC="$(TSAN_CC_$(MPI))" \
-	    CFLAGS="-O1 -g -fsanitize=thread" $(TSAN)/tests/mpi_threads $(TSAN)/tests/mpi_shm $(TSAN)/tests/mpi_stall > $(TSAN).log 2>&1 \
+	    CFLAGS="-O1 -g -fsanitize=thread" $(TSAN)/tests/mpi_threads $(TSAN)/tests/mpi_shm $(TSAN)/tests/mpi_stall \
+	    $(if $(filter mpich,$(MPI)),$(TSAN)/lib/libnbcmpi.so $(TSAN)/tests/interpose_hang) > $(TSAN).log 2>&1 \
 	    || { tail -n 30 $(TSAN).log; exit 1; }
 	@$(MAKE) --no-print-directory fuzz > $(FUZZ).log 2>&1 || { tail -n 30 $(FUZZ).log; exit 1; }
 	@[ "$(MPI)" = openmpi ] || $(MAKE) --no-print-directory MPI=openmpi build/openmpi/lib/libnbc.so > $(BUILD)/python-lib.log 2>&1 \

@@ -1,5 +1,6 @@
 /* NBC_MPI_BLOCKING=1: the blocking collectives too, each as its non-blocking form on nbc and a
- * wait. Unset, they are MPICH's (and counted as passed on). */
+ * wait. Unset, they are MPICH's (and counted as passed on), made to drive nbc while collectives
+ * run (blocked.c). */
 #include <stdlib.h>
 
 #include "nbcmpi.h"
@@ -33,7 +34,7 @@ static int blocking_on(void)
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
     RUN_BLOCKING(K_ALLREDUCE,
-                 PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm),
+                 nm_blocked_allreduce(sendbuf, recvbuf, count, datatype, op, comm),
                  MPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, &r));
 }
 
@@ -41,21 +42,21 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
                MPI_Comm comm)
 {
     RUN_BLOCKING(K_REDUCE,
-                 PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm),
+                 nm_blocked_reduce(sendbuf, recvbuf, count, datatype, op, root, comm),
                  MPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, &r));
 }
 
 int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
     RUN_BLOCKING(K_BCAST,
-                 PMPI_Bcast(buffer, count, datatype, root, comm),
+                 nm_blocked_bcast(buffer, count, datatype, root, comm),
                  MPI_Ibcast(buffer, count, datatype, root, comm, &r));
 }
 
 int MPI_Barrier(MPI_Comm comm)
 {
     RUN_BLOCKING(K_BARRIER,
-                 PMPI_Barrier(comm),
+                 nm_blocked_barrier(comm),
                  MPI_Ibarrier(comm, &r));
 }
 
@@ -63,7 +64,7 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, 
                              MPI_Comm comm)
 {
     RUN_BLOCKING(K_REDUCE_SCATTER_BLOCK,
-                 PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm),
+                 nm_blocked_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm),
                  MPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, &r));
 }
 
@@ -71,6 +72,6 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
                   MPI_Datatype recvtype, MPI_Comm comm)
 {
     RUN_BLOCKING(K_ALLGATHER,
-                 PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm),
+                 nm_blocked_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm),
                  MPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &r));
 }

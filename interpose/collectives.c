@@ -19,6 +19,23 @@ int nm_error(MPI_Comm comm, int rc)
     return rc;
 }
 
+/* What MPICH refuses before it starts anything, with its error classes, where nbc would crash
+ * or run on anyway: no request pointer; MPI_IN_PLACE, or the send buffer, as the receive
+ * buffer (uses_recv: the call writes recvbuf on this rank). */
+int nm_bad_args(const void *sendbuf, const void *recvbuf, int uses_recv, int count, const MPI_Request *request)
+{
+    if (!request) return MPI_ERR_ARG;
+    if (uses_recv && recvbuf == MPI_IN_PLACE) return MPI_ERR_BUFFER;
+    if (uses_recv && count != 0 && sendbuf != MPI_IN_PLACE && sendbuf == recvbuf) return MPI_ERR_BUFFER;
+    return MPI_SUCCESS;
+}
+
+#define REFUSE_BAD_ARGS(comm, sendbuf, recvbuf, uses_recv, count, request)                                        \
+    do {                                                                                                       \
+        int bad_ = nm_bad_args(sendbuf, recvbuf, uses_recv, count, request);                                   \
+        if (bad_ != MPI_SUCCESS) return nm_error(comm, bad_);                                                  \
+    } while (0)
+
 /* Why a call on this communicator goes to MPICH, or -1 when it runs on nbc. */
 static int comm_reason(MPI_Comm comm)
 {
@@ -120,6 +137,7 @@ int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype d
                    MPI_Request *request)
 {
     PASS_IF_NEEDED(K_IALLREDUCE, comm, PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request));
+    REFUSE_BAD_ARGS(comm, sendbuf, recvbuf, 1, count, request);
     if (too_large(count, datatype, 1)) {
         nm_passed(K_IALLREDUCE, R_TOO_LARGE);
         return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
@@ -144,6 +162,11 @@ int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype data
     if (!r) return nm_error(comm, MPI_ERR_NO_MEM);
     int rank;
     PMPI_Comm_rank(comm, &rank);
+    int bad = nm_bad_args(sendbuf, recvbuf, rank == root, count, request);
+    if (bad != MPI_SUCCESS) {
+        nm_req_discard(r);
+        return nm_error(comm, bad);
+    }
     red_args a;
     int rc = reduction(r, sendbuf, recvbuf, count, count, rank == root, datatype, op, &a);
     if (!rc) rc = nbc_ireduce(a.send, a.recv, count, a.type, a.op, root, comm, &r->nbc);
@@ -155,6 +178,7 @@ int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
 {
     PASS_IF_NEEDED(K_IREDUCE_SCATTER_BLOCK, comm,
                    PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request));
+    REFUSE_BAD_ARGS(comm, sendbuf, recvbuf, 1, recvcount, request);
     int p;
     PMPI_Comm_size(comm, &p);
     if (too_large(recvcount, datatype, p)) {
@@ -173,6 +197,7 @@ int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
 int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request)
 {
     PASS_IF_NEEDED(K_IBCAST, comm, PMPI_Ibcast(buffer, count, datatype, root, comm, request));
+    REFUSE_BAD_ARGS(comm, NULL, NULL, 0, count, request);
     if (too_large(count, datatype, 1)) {
         nm_passed(K_IBCAST, R_TOO_LARGE);
         return PMPI_Ibcast(buffer, count, datatype, root, comm, request);
@@ -191,6 +216,7 @@ int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Com
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 {
     PASS_IF_NEEDED(K_IBARRIER, comm, PMPI_Ibarrier(comm, request));
+    REFUSE_BAD_ARGS(comm, NULL, NULL, 0, 0, request);
     nm_req *r = nm_req_new(comm);
     if (!r) return nm_error(comm, MPI_ERR_NO_MEM);
     int rc = nbc_ibarrier(comm, &r->nbc);
@@ -202,6 +228,7 @@ int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
 {
     PASS_IF_NEEDED(K_IALLGATHER, comm,
                    PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request));
+    REFUSE_BAD_ARGS(comm, sendbuf, recvbuf, 1, recvcount, request);
     int p;
     PMPI_Comm_size(comm, &p);
     if (too_large(recvcount, recvtype, p)) {

@@ -211,7 +211,9 @@ int nm_poll_all(void)
     if (!nm_active()) return 0;
     nm_req *done = NULL;
     int n = 0;
-    pthread_mutex_lock(&list_lock);
+    /* Busy: another thread polls, or this one from inside nbc (an op calling MPI); either way
+     * waiting here could deadlock (nbc's lock is taken under this one). */
+    if (pthread_mutex_trylock(&list_lock) != 0) return 0;
     for (nm_req *r = list, *next; r; r = next) {
         next = r->next;
         int rc;

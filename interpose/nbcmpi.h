@@ -62,6 +62,7 @@ void nm_layout_finish(nm_req *r); /* unpacks, frees scratch and stand-in */
 
 /* ---- progress in the application's own blocking calls (progress.c) ---- */
 int nm_wait(MPI_Request *request, MPI_Status *status);
+void nm_idle(void); /* one turn of a wait loop: drives nbc, yields when nothing moved */
 /* the completion calls without persistent requests in them */
 int nm_wait_any_kind(MPI_Request *request, MPI_Status *status);
 int nm_test(MPI_Request *request, int *flag, MPI_Status *status);
@@ -72,6 +73,18 @@ int nm_waitany(int count, MPI_Request requests[], int *index, MPI_Status *status
 int nm_testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status);
 int nm_waitsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]);
 int nm_testsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]);
+
+/* ---- MPICH's blocking collectives while collectives run (blocked.c) ---- */
+int nm_blocked_barrier(MPI_Comm comm);
+int nm_blocked_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                         MPI_Comm comm);
+int nm_blocked_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
+                      MPI_Comm comm);
+int nm_blocked_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
+int nm_blocked_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
+                                    MPI_Op op, MPI_Comm comm);
+int nm_blocked_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                         MPI_Datatype recvtype, MPI_Comm comm);
 
 /* ---- persistent collectives (persistent.c) ---- */
 enum nm_array_call { NM_WAITALL, NM_TESTALL, NM_WAITANY, NM_TESTANY, NM_WAITSOME, NM_TESTSOME };
@@ -84,6 +97,9 @@ int nm_pers_get_status(MPI_Request request, int *flag, MPI_Status *status);
 int nm_pers_array(enum nm_array_call call, int count, MPI_Request requests[], int *flag, int *index,
                   int indices[], MPI_Status *status);
 
+/* MPI_ERR_ARG or MPI_ERR_BUFFER for what MPICH refuses before starting a collective (no
+ * request pointer, MPI_IN_PLACE or sendbuf as the receive buffer), else MPI_SUCCESS. */
+int nm_bad_args(const void *sendbuf, const void *recvbuf, int uses_recv, int count, const MPI_Request *request);
 /* The communicator's error handler, then the code (what MPI says of a failed call). */
 int nm_error(MPI_Comm comm, int rc);
 

@@ -47,6 +47,12 @@ int nm_pers_active(void) { return __atomic_load_n(&running, __ATOMIC_RELAXED); }
 
 static int make(pers *tmpl, MPI_Request *request)
 {
+    int rank = 0;
+    if (tmpl->kind == K_IREDUCE) PMPI_Comm_rank(tmpl->comm, &rank);
+    int uses_recv =
+        tmpl->kind != K_IBCAST && tmpl->kind != K_IBARRIER && (tmpl->kind != K_IREDUCE || rank == tmpl->root);
+    int bad = nm_bad_args(tmpl->sendbuf, tmpl->recvbuf, uses_recv, tmpl->count, request);
+    if (bad != MPI_SUCCESS) return nm_error(tmpl->comm, bad);
     pers *x = malloc(sizeof *x);
     if (!x) return nm_error(tmpl->comm, MPI_ERR_NO_MEM);
     *x = *tmpl;

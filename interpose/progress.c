@@ -9,7 +9,7 @@
 
 #include "nbcmpi.h"
 
-static void idle(void)
+void nm_idle(void)
 {
     if (!nm_progress()) sched_yield();
 }
@@ -20,7 +20,7 @@ int nm_wait(MPI_Request *request, MPI_Status *status)
         int flag = 0, rc = PMPI_Test(request, &flag, status);
         if (rc != MPI_SUCCESS || flag) return rc;
         if (!nm_active()) return PMPI_Wait(request, status);
-        idle();
+        nm_idle();
     }
 }
 
@@ -37,7 +37,7 @@ int nm_waitall(int count, MPI_Request requests[], MPI_Status statuses[])
         if (!nm_active()) return PMPI_Waitall(count, requests, statuses);
         int flag = 0, rc = PMPI_Testall(count, requests, &flag, statuses);
         if (rc != MPI_SUCCESS || flag) return rc;
-        idle();
+        nm_idle();
     }
 }
 
@@ -47,7 +47,7 @@ int nm_waitany(int count, MPI_Request requests[], int *index, MPI_Status *status
         if (!nm_active()) return PMPI_Waitany(count, requests, index, status);
         int flag = 0, rc = PMPI_Testany(count, requests, index, &flag, status);
         if (rc != MPI_SUCCESS || flag) return rc;
-        idle();
+        nm_idle();
     }
 }
 
@@ -57,7 +57,7 @@ int nm_waitsome(int incount, MPI_Request requests[], int *outcount, int indices[
         if (!nm_active()) return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
         int rc = PMPI_Testsome(incount, requests, outcount, indices, statuses);
         if (rc != MPI_SUCCESS || *outcount != 0) return rc;
-        idle();
+        nm_idle();
     }
 }
 
@@ -106,7 +106,7 @@ int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
         if (!nm_active()) return PMPI_Probe(source, tag, comm, status);
         int flag = 0, rc = PMPI_Iprobe(source, tag, comm, &flag, status);
         if (rc != MPI_SUCCESS || flag) return rc;
-        idle();
+        nm_idle();
     }
 }
 

@@ -128,6 +128,26 @@ static int finish_if_done(nbc_request *request, int *flag)
     return rc;
 }
 
+/* Now and then, in a wait or test that moved nothing: a turn of MPI's own progress engine. A
+ * collective on shared memory makes no MPI call, and MPICH's MPI_Wait on a generalized request
+ * only polls it, so the rank's own pending MPI operations (a rendezvous a peer sits in MPI_Recv
+ * or MPI_Send for, before it joins the collective) would never move. MPI_Iprobe runs MPICH's
+ * progress when it finds nothing (not on MPI_COMM_SELF; a request's own communicator may not
+ * be set up yet), and takes nothing away. Every 16th idle pass: a wait that ends within a few
+ * passes never pays for it. */
+enum { POKE_EVERY = 16 };
+static __thread unsigned idle_run; /* this thread's passes in a row that moved nothing */
+
+static void after_pass(int moved)
+{
+    if (moved) {
+        idle_run = 0;
+    } else if (++idle_run % POKE_EVERY == 0) {
+        int flag;
+        MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+    }
+}
+
 int nbc_test(nbc_request *request, int *flag)
 {
     if (!request || !flag) return nbc_fail(MPI_ERR_ARG, "nbc_test: NULL argument");
@@ -141,6 +161,7 @@ int nbc_test(nbc_request *request, int *flag)
     if ((*request)->state == REQ_ACTIVE) {
         req_progress_all(&moved);
         if (!moved) stall_poll();
+        after_pass(moved);
     }
     rc = finish_if_done(request, flag);
     thread_leave();
@@ -178,6 +199,7 @@ int nbc_waitall(int count, nbc_request requests[])
         int moved;
         req_progress_all(&moved);
         if (!moved && idle_passes % 16 == 0) stall_poll(); /* which reads the clock: now and then */
+        after_pass(moved);
         if (others) thread_leave();
         if (moved) {
             idle_passes = 0;

@@ -139,6 +139,10 @@ static int check_call(const call *c, int size, int rank, MPI_Aint *esize, const 
     int needs_recv = c->coll != COLL_REDUCE || rank == c->root;
     if (c->count > 0 && ((needs_send && !c->sendbuf) || (needs_recv && !c->recvbuf)))
         return nbc_fail(MPI_ERR_BUFFER, "%s: %s is NULL", c->fn, needs_recv && !c->recvbuf ? "recvbuf" : "sendbuf");
+    /* MPI_IN_PLACE is a send buffer only (as a receive buffer it is an address nbc would write
+     * to): MPICH's class */
+    if (needs_recv && c->recvbuf == MPI_IN_PLACE)
+        return nbc_fail(MPI_ERR_BUFFER, "%s: MPI_IN_PLACE is not a receive buffer", c->fn);
     return check_aliasing(c, size, rank, *esize);
 }
 
@@ -368,7 +372,7 @@ static int not_started(const call *c, int rc)
 
 int call_start(const call *c, nbc_request *request)
 {
-    if (!request) return nbc_fail(MPI_ERR_REQUEST, "%s: request is NULL", c->fn);
+    if (!request) return nbc_fail(MPI_ERR_ARG, "%s: request is NULL", c->fn); /* MPICH's class */
     *request = NBC_REQUEST_NULL;
     struct nbc_req *r;
     int rc = call_prepare(c, 0, &r);

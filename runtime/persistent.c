@@ -80,7 +80,7 @@ static int read_options(MPI_Info info, init_options *o)
 
 int persistent_init(const call *c, MPI_Info info, nbc_request *request)
 {
-    if (!request) return nbc_fail(MPI_ERR_REQUEST, "%s: request is NULL", c->fn);
+    if (!request) return nbc_fail(MPI_ERR_ARG, "%s: request is NULL", c->fn); /* MPICH's class */
     *request = NBC_REQUEST_NULL;
     init_options o;
     int rc = read_options(info, &o);

@@ -57,8 +57,14 @@ void thread_leave_callback(int took)
     if (took) unlock();
 }
 
+/* A thread already inside the library calling in again (an operator run by a collective's step
+ * calls MPI_Test, which the interposition library turns into nbc's progress): taking the lock
+ * again would deadlock, and the state is in the middle of that step. Refused; the outer call
+ * goes on. */
 int thread_enter(void)
 {
+    if (held) return nbc_fail(MPI_ERR_OTHER, "nbc was called again from inside one of its calls (an operator or "
+                              "callback calling MPI): refused, the outer call goes on");
     if (nbc_rt.threads.level == MPI_THREAD_MULTIPLE) {
         lock();
         return MPI_SUCCESS;

@@ -50,6 +50,25 @@ for p in 1 4; do
     run "MPICH alone" 300 $MPIEXEC -n "$p" "$build/tests/interpose_coll" --iters "$iters"
 done
 
+# valid programs that must not hang or crash (tests/interpose_hang.c): a rank blocked in MPICH's
+# own call while a peer waits for its collective, a rank waiting for a collective while a peer
+# waits for its own MPI progress, a user op calling MPI_Test, erroneous arguments; one case a
+# run, so that a hang (the timeout) fails its case only. MPICH alone passes the same cases.
+hang_cases=$($MPIEXEC -n 1 "$build/tests/interpose_hang" list)
+for p in 2 3; do
+    for shm in 1 0; do
+        for c in $hang_cases; do
+            run "no hang, p=$p NBC_SHM=$shm" 30 $MPIEXEC -n "$p" env NBC_SHM="$shm" LD_PRELOAD="$lib" \
+                "$build/tests/interpose_hang" "$c"
+        done
+    done
+done
+if [ "$quick" != 1 ]; then
+    for c in $hang_cases; do
+        run "no hang, MPICH alone p=3" 30 $MPIEXEC -n 3 "$build/tests/interpose_hang" "$c"
+    done
+fi
+
 # MPI_Alloc_mem's memory is nbc's: its three allreduces (MPI_Allreduce, in place, MPI_Iallreduce)
 # run through shared memory on every rank, the control into malloc'd memory with messages
 # (NBC_TRACE=2's lines); NBC_MPI_ALLOC_MEM=0 gives MPICH's memory, so the large ones run with messages.

@@ -125,7 +125,7 @@ static const struct bad_call {
     {"MPI_DATATYPE_NULL -> MPI_ERR_TYPE", 1, 1, 0, N, 1, 0, 0, 0, MPI_ERR_TYPE},
     {"MPI_OP_NULL -> MPI_ERR_OP", 1, 1, 0, N, 0, 1, 0, 0, MPI_ERR_OP},
     {"MPI_COMM_NULL -> MPI_ERR_COMM", 1, 1, 0, N, 0, 0, 1, 0, MPI_ERR_COMM},
-    {"NULL request -> MPI_ERR_REQUEST", 1, 1, 0, N, 0, 0, 0, 1, MPI_ERR_REQUEST},
+    {"NULL request -> MPI_ERR_ARG", 1, 1, 0, N, 0, 0, 0, 1, MPI_ERR_ARG},
 };
 
 static int untouched(const int *buf, int fill)
@@ -230,6 +230,22 @@ static int alias_multi(nbc_request *r)
     void *bufs[3] = {sendbuf, recvbuf, recvbuf + 2};
     return nbc_iallreduce_multi(bufs, 3, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD, r);
 }
+/* MPI_IN_PLACE as a receive buffer, and aliased buffers: MPICH's MPI_ERR_BUFFER, not a crash */
+static int ar_recv_in_place(nbc_request *r) { return nbc_iallreduce(sendbuf, MPI_IN_PLACE, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, r); }
+static int ar_both_in_place(nbc_request *r)
+{
+    return nbc_iallreduce(MPI_IN_PLACE, MPI_IN_PLACE, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, r);
+}
+static int reduce_recv_in_place(nbc_request *r)
+{
+    return nbc_ireduce(sendbuf, MPI_IN_PLACE, N, MPI_INT, MPI_SUM, me, MPI_COMM_WORLD, r); /* every rank its own root: refused before it starts */
+}
+static int rs_recv_in_place(nbc_request *r)
+{
+    return nbc_ireduce_scatter_block(sendbuf, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, r);
+}
+static int ag_recv_in_place(nbc_request *r) { return nbc_iallgather(sendbuf, 1, MPI_INT, MPI_IN_PLACE, 1, MPI_INT, MPI_COMM_WORLD, r); }
+static int bcast_in_place(nbc_request *r) { return nbc_ibcast(MPI_IN_PLACE, N, MPI_INT, 0, MPI_COMM_WORLD, r); }
 static int force_bad_param(nbc_request *r) { (void)r; return nbc_set_schedule("allreduce", "segmented_ring:segsz=8"); }
 static int force_bad_syntax(nbc_request *r) { (void)r; return nbc_set_schedule("allreduce", "segmented_ring:segsize"); }
 static int force_wrong_collective(nbc_request *r) { (void)r; return nbc_set_schedule("bcast", "allreduce_ring"); }
@@ -243,7 +259,7 @@ static void other_collectives(void)
     expect("nbc_ibcast root p+3 -> MPI_ERR_ROOT", MPI_ERR_ROOT, bcast_root);
     expect("nbc_ibcast NULL buffer -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, bcast_null);
     expect("nbc_ibarrier MPI_COMM_NULL -> MPI_ERR_COMM", MPI_ERR_COMM, barrier_comm);
-    expect("nbc_ibarrier NULL request -> MPI_ERR_REQUEST", MPI_ERR_REQUEST, barrier_request);
+    expect("nbc_ibarrier NULL request -> MPI_ERR_ARG", MPI_ERR_ARG, barrier_request);
     expect("nbc_ireduce_scatter_block negative count -> MPI_ERR_COUNT", MPI_ERR_COUNT, rs_count);
     expect("nbc_ireduce_scatter_block MPI_BAND on doubles -> MPI_ERR_OP", MPI_ERR_OP, rs_op_on_double);
     expect("nbc_iallgather unequal counts -> MPI_ERR_COUNT", MPI_ERR_COUNT, ag_counts);
@@ -259,6 +275,12 @@ static void other_collectives(void)
     expect("nbc_allreduce_init sendbuf == recvbuf -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, alias_init);
     expect("nbc_allreduce_init any-order sendbuf == recvbuf -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, alias_init_any);
     expect("nbc_iallreduce_multi overlapping buffers -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, alias_multi);
+    expect("nbc_iallreduce recvbuf MPI_IN_PLACE -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, ar_recv_in_place);
+    expect("nbc_iallreduce both buffers MPI_IN_PLACE -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, ar_both_in_place);
+    expect("nbc_ireduce recvbuf MPI_IN_PLACE at the root -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, reduce_recv_in_place);
+    expect("nbc_ireduce_scatter_block recvbuf MPI_IN_PLACE -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, rs_recv_in_place);
+    expect("nbc_iallgather recvbuf MPI_IN_PLACE -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, ag_recv_in_place);
+    expect("nbc_ibcast buffer MPI_IN_PLACE -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, bcast_in_place);
     expect("nbc_set_schedule with an unknown parameter -> MPI_ERR_ARG", MPI_ERR_ARG, force_bad_param);
     expect("nbc_set_schedule with a parameter lacking its value -> MPI_ERR_ARG", MPI_ERR_ARG, force_bad_syntax);
     expect("nbc_set_schedule of a schedule of another collective -> MPI_ERR_ARG", MPI_ERR_ARG, force_wrong_collective);

@@ -316,6 +316,14 @@ if [ -n "$TSAN_BUILD" ]; then
         NBC_PROGRESS_THREAD=1 NBC_STALL_WARNING=1 OMPI_MCA_btl=self,vader TSAN_OPTIONS=halt_on_error=1 \
             suite "mpi_stall NBC_PROGRESS_THREAD=1 p=$p" $MPIEXEC -n "$p" "$TSAN_BUILD/tests/mpi_stall"
     done
+    # through the preload: a user op calling MPI_Test under MPI_THREAD_MULTIPLE (a deadlock on
+    # nbc's own lock before); a hang fails at the timeout
+    if [ "${MPI:-mpich}" = mpich ]; then
+        for p in 2 3; do
+            TSAN_OPTIONS=halt_on_error=1 suite "interpose_hang userop_test p=$p" timeout 60 $MPIEXEC -n "$p" \
+                env LD_PRELOAD="$(cd "$TSAN_BUILD/lib" && pwd)/libnbcmpi.so" "$TSAN_BUILD/tests/interpose_hang" userop_test
+        done
+    fi
 fi
 if [ -n "$SANITIZE_BUILD" ]; then
     # MPICH's own allocations outlive MPI_Finalize: leak checks only where MPI is absent
