@@ -28,6 +28,21 @@ static void check(int ok, const char *name, const char *fmt, const char *detail)
     fflush(stdout);
 }
 
+/* Memory from nbc_alloc_mem (shared) or malloc. */
+static double *buffer(size_t bytes, int shared)
+{
+    void *p = NULL;
+    if (shared) nbc_alloc_mem((MPI_Aint)bytes, &p);
+    else p = malloc(bytes ? bytes : 1);
+    return p;
+}
+
+static void release(double *p, int shared)
+{
+    if (shared) nbc_free_mem(p);
+    else free(p);
+}
+
 enum { SENTINEL = 0x5a, LATE_US = 2500000 };
 
 /* One allreduce of `bytes` bytes on buffers from nbc_alloc_mem (shared) or malloc, that rank 1
@@ -37,14 +52,7 @@ static void late_peer(const char *name, size_t bytes, int shared)
     MPI_Comm comm;
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     size_t count = bytes / sizeof(double);
-    double *send, *recv;
-    if (shared) {
-        nbc_alloc_mem((MPI_Aint)bytes, &send);
-        nbc_alloc_mem((MPI_Aint)bytes, &recv);
-    } else {
-        send = malloc(bytes);
-        recv = malloc(bytes);
-    }
+    double *send = buffer(bytes, shared), *recv = buffer(bytes, shared);
     for (size_t i = 0; i < count; i++) send[i] = rank + 1;
     nbc_request req;
     double one = 1, sum = 0; /* together first: the communicator is attached */
@@ -74,13 +82,8 @@ static void late_peer(const char *name, size_t bytes, int shared)
               "the peer did not learn that a rank left: ", msg);
         if (rank == 1) MPI_Send(&token, 1, MPI_INT, 0, 7, MPI_COMM_WORLD);
     }
-    if (shared) {
-        nbc_free_mem(send);
-        nbc_free_mem(recv);
-    } else {
-        free(send);
-        free(recv);
-    }
+    release(send, shared);
+    release(recv, shared);
     MPI_Comm_free(&comm);
 }
 
@@ -120,14 +123,7 @@ static void disagreeing(const char *setting)
     for (int shared = 0; shared < 2; shared++)
         for (size_t k = 0; k < sizeof counts / sizeof *counts; k++) {
             int count = counts[k];
-            double *send, *recv;
-            if (shared) {
-                nbc_alloc_mem((MPI_Aint)(count * sizeof(double)), &send);
-                nbc_alloc_mem((MPI_Aint)(count * sizeof(double)), &recv);
-            } else {
-                send = malloc(count * sizeof(double));
-                recv = malloc(count * sizeof(double));
-            }
+            double *send = buffer(count * sizeof(double), shared), *recv = buffer(count * sizeof(double), shared);
             for (int i = 0; i < count; i++) send[i] = rank + 1 + i % 5;
             nbc_request req;
             int rc = nbc_iallreduce(send, recv, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req);
@@ -137,13 +133,8 @@ static void disagreeing(const char *setting)
             char name[160];
             snprintf(name, sizeof name, "with %s on rank 1 only: %d doubles on %s buffers", setting, count, shared ? "shared" : "private");
             check(right, name, "wrong or failed: ", rc == MPI_SUCCESS ? "wrong sum" : nbc_error_message());
-            if (shared) {
-                nbc_free_mem(send);
-                nbc_free_mem(recv);
-            } else {
-                free(send);
-                free(recv);
-            }
+            release(send, shared);
+            release(recv, shared);
         }
 }
 
@@ -169,14 +160,7 @@ static void counts_differ(void)
         MPI_Comm_dup(MPI_COMM_WORLD, &comm);
         int count = rank == 1 ? cases[k].rank1 : cases[k].mine;
         size_t bytes = (size_t)(cases[k].mine > cases[k].rank1 ? cases[k].mine : cases[k].rank1) * sizeof(double);
-        double *send, *recv;
-        if (cases[k].shared) {
-            nbc_alloc_mem((MPI_Aint)bytes, &send);
-            nbc_alloc_mem((MPI_Aint)bytes, &recv);
-        } else {
-            send = malloc(bytes);
-            recv = malloc(bytes);
-        }
+        double *send = buffer(bytes, cases[k].shared), *recv = buffer(bytes, cases[k].shared);
         for (int i = 0; i < count; i++) send[i] = 1;
         nbc_request req;
         int rc = nbc_iallreduce(send, recv, count, MPI_DOUBLE, MPI_SUM, comm, &req);
@@ -186,13 +170,8 @@ static void counts_differ(void)
         snprintf(name, sizeof name, "counts that differ by rank fail: %s", cases[k].name);
         check(count == 0 || (rc != MPI_SUCCESS && strstr(msg, "rank ") && !strstr(msg, "timed out after")), name,
               rc == MPI_SUCCESS ? "succeeded" : "", msg);
-        if (cases[k].shared) {
-            nbc_free_mem(send);
-            nbc_free_mem(recv);
-        } else {
-            free(send);
-            free(recv);
-        }
+        release(send, cases[k].shared);
+        release(recv, cases[k].shared);
         MPI_Comm_free(&comm);
     }
 }
