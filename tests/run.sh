@@ -219,8 +219,8 @@ grep -q "^ok a withheld start completes" "$tmp/out" &&
     grep -q "stall: request 'withheld.tensor' (id 0, allreduce of 8 bytes) has waited .* on rank 0 at start 1: started by ranks 0,1; not started by rank 2 (at start 0)" "$tmp/err"
 check "a withheld start: the other ranks report the stall, naming the request and the missing rank" $? "$(cat "$tmp/out" "$tmp/err" | head -n 5)"
 # no silent hang: every call that stops moving reports where it waits (tests/mpi_stall.c), on
-# messages and on shared memory
-for p in 2 3; do
+# messages and on shared memory (16 s a run: p = 2 only under the sanitizers)
+for p in $([ -z "$TAG" ] && echo 2 3 || echo 2); do
     for shm in 1 0; do
         NBC_SHM=$shm NBC_STALL_WARNING=1 ASAN_OPTIONS=detect_leaks=0 suite "mpi_stall NBC_SHM=$shm p=$p" \
             $MPIEXEC -n "$p" "$BUILD/tests/mpi_stall"
@@ -260,7 +260,7 @@ done
 if [ -z "$TAG" ]; then
     # the MPI suites again, every request driven by the progress thread too
     for p in 2 3; do
-        for t in mpi_collectives mpi_allreduce mpi_total_reduce mpi_lifecycle mpi_shm mpi_limits mpi_stall; do
+        for t in mpi_collectives mpi_allreduce mpi_total_reduce mpi_lifecycle mpi_shm mpi_limits; do
             NBC_PROGRESS_THREAD=1 suite "$t NBC_PROGRESS_THREAD=1 p=$p" $MPIEXEC -n "$p" "$BUILD/tests/$t"
         done
     done
