@@ -59,8 +59,6 @@ static int reduction(nm_req *r, const void *sendbuf, void *recvbuf, int n_send, 
                      MPI_Datatype type, MPI_Op op, red_args *a)
 {
     *a = (red_args){sendbuf, recvbuf, type, op};
-    /* aliased buffers: MPICH's MPI_ERR_BUFFER (nbc would see packed copies, not the alias) */
-    if (has_recv && n_send > 0 && sendbuf == recvbuf) return MPI_ERR_BUFFER;
     MPI_Aint size;
     int dense = nm_dense(type, &size);
     if (size < 0) return MPI_ERR_TYPE;

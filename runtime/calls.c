@@ -251,9 +251,10 @@ static compile_args args_of(const call *c, const call_signature *sig, int size, 
 /* A request for the call, not started: everything but its tag. chunk_bytes > 0 cuts a
  * large commutative allreduce into rounds of that many bytes (the segmented ring), so that
  * a request of higher priority waits at most one such round. */
-int call_prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out)
+int call_prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out, comm_state **checked)
 {
     *out = NULL;
+    if (checked) *checked = NULL;
     int rc;
     /* a communicator seen before was checked then; its state knows rank and size */
     comm_state *cs = c->comm == MPI_COMM_NULL ? NULL : comm_state_find(c->comm);
@@ -272,6 +273,7 @@ int call_prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out)
     if ((rc = check_call(c, size, rank, &esize, &kernel, &commutative))) return rc;
 
     if (!cs && (rc = comm_state_of(c->comm, &cs))) return rc;
+    if (checked) *checked = cs; /* the arguments are fine: a failure from here on is the call's own */
     int shape = shape_of(c, commutative);
     call_signature sig = {.coll = c->coll, .count = c->coll == COLL_BARRIER ? 0 : c->count, .esize = esize,
                           .root = c->root, .op = c->op};
@@ -354,16 +356,14 @@ void call_launch(struct nbc_req *r)
     req_start(r);
 }
 
-/* A call whose arguments were fine but that failed here all the same (its program does not
- * compile for its count, memory ran out) still takes its number on the communicator, as it
- * does on the ranks where it started, so that the calls after it stay matched; on shared
- * memory its peers learn that it will not come. Bad arguments take none (MPI: erroneous). */
-static int not_started(const call *c, int rc)
+/* A call whose arguments were fine (cs: checked on it) but that failed here all the same (its
+ * program does not compile for its count, memory ran out) still takes its number on the
+ * communicator, as it does on the ranks where it started, so that the calls after it stay
+ * matched; on shared memory its peers learn that it will not come. Bad arguments take none
+ * (MPI: erroneous). */
+static int not_started(comm_state *cs, int rc)
 {
-    comm_state *cs = c->comm == MPI_COMM_NULL ? NULL : comm_state_find(c->comm);
-    if (!cs || rc == MPI_ERR_COUNT || rc == MPI_ERR_TYPE || rc == MPI_ERR_OP || rc == MPI_ERR_ROOT || rc == MPI_ERR_BUFFER ||
-        rc == MPI_ERR_COMM || rc == MPI_ERR_REQUEST)
-        return rc;
+    if (!cs) return rc;
     uint64_t seq = cs->seq;
     comm_next_tag(cs);
     shm_not_started(cs, seq, rc);
@@ -375,8 +375,9 @@ int call_start(const call *c, nbc_request *request)
     if (!request) return nbc_fail(MPI_ERR_ARG, "%s: request is NULL", c->fn); /* MPICH's class */
     *request = NBC_REQUEST_NULL;
     struct nbc_req *r;
-    int rc = call_prepare(c, 0, &r);
-    if (rc != MPI_SUCCESS) return not_started(c, rc);
+    comm_state *checked;
+    int rc = call_prepare(c, 0, &r, &checked);
+    if (rc != MPI_SUCCESS) return not_started(checked, rc);
     call_launch(r);
     *request = r;
     return MPI_SUCCESS;

@@ -18,8 +18,10 @@ typedef struct {
     MPI_Comm comm;
 } call;
 
-/* A request for the call, not started (chunk_bytes > 0: cut into segments of that size). */
-int call_prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out);
+/* A request for the call, not started (chunk_bytes > 0: cut into segments of that size).
+ * checked (may be NULL): the communicator's state once the arguments passed their checks,
+ * else NULL. */
+int call_prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out, comm_state **checked);
 /* Prepares and starts the call: nbc_iallreduce and its siblings. */
 int call_start(const call *c, nbc_request *request);
 void call_launch(struct nbc_req *r);

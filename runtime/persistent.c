@@ -85,7 +85,7 @@ int persistent_init(const call *c, MPI_Info info, nbc_request *request)
     init_options o;
     int rc = read_options(info, &o);
     struct nbc_req *r;
-    if (rc == MPI_SUCCESS) rc = call_prepare(c, o.chunk_bytes, &r);
+    if (rc == MPI_SUCCESS) rc = call_prepare(c, o.chunk_bytes, &r, NULL);
     if (rc != MPI_SUCCESS) return rc;
     if (o.any_order && (rc = comm_take_identity(r->cs, r)) != MPI_SUCCESS) {
         req_release(r);

@@ -708,18 +708,23 @@ static int take_stage(struct shm_comm *sc, const struct nbc_req *r, int c)
     return 1;
 }
 
+/* Publishes that this rank runs no program that reads the peers' buffers in r's call (the
+ * stage, or messages), with the call's length, which a peer reading the lines compares. */
+static void decline(struct nbc_req *r, pub_line *mine)
+{
+    mine->declined = 1;
+    mine->len = (uint64_t)r->sig.count * (uint64_t)r->sig.esize;
+    __atomic_store_n(&mine->stamp, r->seq + 1, __ATOMIC_RELEASE);
+    r->shm_published = 1;
+}
+
 /* The stage's program (no PROG_AGREE: no buffers to agree on) on channel c: 0 while the
  * stage is in use, else 1. */
 static int staged(struct nbc_req *r, struct shm_comm *sc, int c)
 {
     const nbc_program *prog = cache_entry_program(r->progs[RUN_SHARED]);
-    if (!r->shm_published) { /* a peer whose call reads the lines (another length) sees this one */
-        pub_line *mine = pub_of(sc->block[r->cs->rank], c);
-        mine->declined = 1;
-        mine->len = (uint64_t)r->sig.count * (uint64_t)r->sig.esize;
-        __atomic_store_n(&mine->stamp, r->seq + 1, __ATOMIC_RELEASE);
-        r->shm_published = 1;
-    }
+    /* a peer whose call reads the lines (another length) sees this one */
+    if (!r->shm_published) decline(r, pub_of(sc->block[r->cs->rank], c));
     if (prog->shared_bytes > STAGE_BYTES) return choose(r, RUN_MESSAGES, "the program's shared scratch is larger than the stage");
     if (prog->shared_bytes && !take_stage(sc, r, c)) return 0;
     fill_shared(r, sc, c, NULL);
@@ -807,13 +812,9 @@ int shm_agree(struct nbc_req *r)
         pub_line *mine = pub_of(sc->block[cs->rank], c);
         if (!r->shm_published) {
             uint64_t len = (uint64_t)r->sig.count * (uint64_t)r->sig.esize;
-            if (!sc->taking_part || segment_offset(r->st.base[SLOT_SEND], len) < 0 || segment_offset(r->st.base[SLOT_RECV], len) < 0) {
-                /* private buffers, the common case: declined at once, without agree_buffers' work */
-                mine->declined = 1;
-                mine->len = len;
-                __atomic_store_n(&mine->stamp, r->seq + 1, __ATOMIC_RELEASE);
-                r->shm_published = 1;
-            }
+            /* private buffers, the common case: declined at once, without agree_buffers' work */
+            if (!sc->taking_part || segment_offset(r->st.base[SLOT_SEND], len) < 0 || segment_offset(r->st.base[SLOT_RECV], len) < 0)
+                decline(r, mine);
         }
         if (!(r->shm_published && mine->declined) && (rc = agree_buffers(r, sc, c, 1)) != 2) return rc;
     } else if (cache_entry_program(r->progs[RUN_SHARED])->flags & PROG_AGREE) {
