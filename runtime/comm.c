@@ -23,43 +23,93 @@ static void unlink_state(comm_state *cs)
     if (cs->next) cs->next->prev = cs->prev;
 }
 
-/* Tests (or waits for) a pending duplication; 1 once it is complete. A duplication holds the
- * application's communicator, so MPICH keeps it, and runs our delete_state, only when the
- * duplication completes: from inside this very call, if the application freed it meanwhile.
- * The request is taken out first and cs marked busy, so that delete_state neither completes it
- * a second time nor frees cs under us: it leaves that to the caller (settled). */
-static int settle(comm_state *cs, MPI_Request *pending, MPI_Comm *dup, int wait)
+/* ---- duplicates, one at a time ----
+ *
+ * Every rank asks for a communicator's duplicates in the same order (its first collective, its
+ * first any-order init, the init that begins each later block of identities), and each is
+ * started only once the one before it has completed. The first duplicates the application's
+ * communicator; the later ones duplicate the first, which is ours, so they can still be made
+ * after the application has freed its communicator. */
+static duplicate *of_turn(comm_state *cs, uint64_t turn)
 {
-    if (*pending == MPI_REQUEST_NULL) return 1;
-    MPI_Request q = *pending;
+    if (cs->dup.turn == turn) return &cs->dup;
+    if (cs->any.turn == turn) return &cs->any;
+    for (any_block *b = cs->blocks; b; b = b->next)
+        if (b->dup.turn == turn) return &b->dup;
+    return NULL;
+}
+
+static void start_next(comm_state *cs)
+{
+    while (!cs->in_flight && cs->turns_started < cs->turns_asked) {
+        duplicate *d = of_turn(cs, ++cs->turns_started);
+        MPI_Comm parent = d == &cs->dup ? cs->user : cs->dup.comm;
+        if (parent != MPI_COMM_NULL && MPI_Comm_idup(parent, &d->comm, &d->pending) == MPI_SUCCESS) cs->in_flight = d;
+        else d->comm = MPI_COMM_NULL, d->pending = MPI_REQUEST_NULL; /* its requests fail (comm_request_ready) */
+    }
+}
+
+/* Asks for d; it starts now if no other duplication is under way. */
+static void ask(comm_state *cs, duplicate *d)
+{
+    *d = (duplicate){.comm = MPI_COMM_NULL, .pending = MPI_REQUEST_NULL, .turn = ++cs->turns_asked};
+    if (!cs->in_flight) start_next(cs);
+}
+
+/* Tests (or waits for) the duplication under way; 1 once it is complete (the next one asked for
+ * then starts). A duplication holds the application's communicator, so MPICH keeps it, and
+ * runs our delete_state, only when the duplication completes: from inside this very call, if
+ * the application freed it meanwhile. The request is taken out first and cs marked busy, so
+ * that delete_state neither completes it a second time nor frees cs under us: it leaves that
+ * to the caller. */
+static int advance(comm_state *cs, int wait)
+{
+    duplicate *d = cs->in_flight;
+    MPI_Request q = d->pending;
     int done = 1;
-    *pending = MPI_REQUEST_NULL;
+    d->pending = MPI_REQUEST_NULL;
     cs->busy++;
     if (wait) MPI_Wait(&q, MPI_STATUS_IGNORE);
     else MPI_Test(&q, &done, MPI_STATUS_IGNORE);
     cs->busy--;
-    if (!done) *pending = q;
-    else MPI_Comm_set_errhandler(*dup, MPI_ERRORS_RETURN);
-    return done;
+    if (!done) {
+        d->pending = q;
+        return 0;
+    }
+    MPI_Comm_set_errhandler(d->comm, MPI_ERRORS_RETURN);
+    cs->in_flight = NULL;
+    start_next(cs);
+    return 1;
+}
+
+/* 1 once d is complete (or was never asked for); wait: until it is. */
+static int settle(comm_state *cs, duplicate *d, int wait)
+{
+    while (d->turn && cs->in_flight && (d->turn > cs->turns_started || d->pending != MPI_REQUEST_NULL))
+        if (!advance(cs, wait)) return 0;
+    return 1;
+}
+
+/* Every duplicate asked for, complete: the other ranks asked for them too, and complete them
+ * as they make progress in MPI. */
+static void settle_all(comm_state *cs)
+{
+    while (cs->in_flight) advance(cs, 1);
 }
 
 static void destroy_state(comm_state *cs)
 {
     unlink_state(cs);
-    /* a duplication still pending is completed: the other ranks started it too (init and the
-     * first call are collective), and complete it when they make progress in MPI */
-    settle(cs, &cs->pending, &cs->dup, 1);
-    settle(cs, &cs->any_pending, &cs->any, 1);
+    settle_all(cs);
     shm_comm_free(cs);
     while (cs->blocks) {
         any_block *b = cs->blocks;
         cs->blocks = b->next;
-        settle(cs, &b->pending, &b->comm, 1);
-        MPI_Comm_free(&b->comm);
+        if (b->dup.comm != MPI_COMM_NULL) MPI_Comm_free(&b->dup.comm);
         free(b);
     }
-    MPI_Comm_free(&cs->dup);
-    if (cs->any != MPI_COMM_NULL) MPI_Comm_free(&cs->any);
+    if (cs->any.comm != MPI_COMM_NULL) MPI_Comm_free(&cs->any.comm);
+    if (cs->dup.comm != MPI_COMM_NULL) MPI_Comm_free(&cs->dup.comm);
     free(cs);
 }
 
@@ -76,11 +126,10 @@ static int delete_state(MPI_Comm comm, int key, void *attr, void *extra)
     cs->user = MPI_COMM_NULL;
 #ifdef OPEN_MPI
     /* Open MPI 4.1's MPI_Comm_idup still reads its parent after MPI_Comm_free has released it
-     * (a crash in MPI_Test), so a duplication in progress is completed now. It can only wait
-     * for ranks that have not yet made this communicator's first nbc call, which they must
-     * make before they free it too. */
-    settle(cs, &cs->pending, &cs->dup, 1);
-    settle(cs, &cs->any_pending, &cs->any, 1);
+     * (a crash in MPI_Test), so the duplication of the application's communicator is completed
+     * now. It can only wait for ranks that have not yet made this communicator's first nbc
+     * call, which they must make before they free it too. */
+    settle(cs, &cs->dup, 1);
 #endif
     if (cs->refs == 0 && !cs->busy) destroy_state(cs); /* busy: settle's caller does it */
     thread_leave_callback(took);
@@ -142,9 +191,7 @@ void comm_finalize(int keep)
     while (nbc_rt.comms.all) {
         comm_state *cs = nbc_rt.comms.all;
         cs->refs = 0;
-        settle(cs, &cs->pending, &cs->dup, 1);
-        settle(cs, &cs->any_pending, &cs->any, 1);
-        for (any_block *b = cs->blocks; b; b = b->next) settle(cs, &b->pending, &b->comm, 1);
+        settle_all(cs);
         if (cs->user == MPI_COMM_NULL || MPI_Comm_delete_attr(cs->user, nbc_rt.comms.keyval) != MPI_SUCCESS)
             destroy_state(cs);
     }
@@ -174,12 +221,11 @@ int comm_state_of(MPI_Comm comm, comm_state **out)
     comm_state *cs = calloc(1, sizeof *cs);
     if (!cs) return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
     cs->user = comm;
-    cs->any = MPI_COMM_NULL;
-    cs->any_pending = MPI_REQUEST_NULL;
-    rc = MPI_Comm_idup(comm, &cs->dup, &cs->pending);
-    if (rc != MPI_SUCCESS) {
+    cs->any = (duplicate){.comm = MPI_COMM_NULL, .pending = MPI_REQUEST_NULL};
+    ask(cs, &cs->dup); /* the first: it starts now */
+    if (cs->dup.comm == MPI_COMM_NULL) {
         free(cs);
-        return nbc_fail(rc, "MPI_Comm_idup failed");
+        return nbc_fail(MPI_ERR_INTERN, "MPI_Comm_idup failed");
     }
     MPI_Comm_rank(comm, &cs->rank);
     MPI_Comm_size(comm, &cs->size);
@@ -189,8 +235,8 @@ int comm_state_of(MPI_Comm comm, comm_state **out)
     if (nbc_rt.env.tag_ub && nbc_rt.env.tag_ub + 1 < cs->tag_space) cs->tag_space = nbc_rt.env.tag_ub + 1;
     rc = MPI_Comm_set_attr(comm, nbc_rt.comms.keyval, cs);
     if (rc != MPI_SUCCESS) {
-        MPI_Wait(&cs->pending, MPI_STATUS_IGNORE);
-        MPI_Comm_free(&cs->dup);
+        settle_all(cs);
+        MPI_Comm_free(&cs->dup.comm);
         free(cs);
         return nbc_fail(rc, "cannot attach state to the communicator");
     }
@@ -221,9 +267,9 @@ static uint64_t block_size(const comm_state *cs) { return cs->tag_space - STALL_
 static void reap_blocks(comm_state *cs)
 {
     for (any_block **at = &cs->blocks, *b; (b = *at);) {
-        if (b->live == 0 && cs->any_ids >= b->first + block_size(cs) && settle(cs, &b->pending, &b->comm, 0)) {
+        if (b->live == 0 && cs->any_ids >= b->first + block_size(cs) && settle(cs, &b->dup, 0)) {
             *at = b->next;
-            MPI_Comm_free(&b->comm);
+            if (b->dup.comm != MPI_COMM_NULL) MPI_Comm_free(&b->dup.comm);
             free(b);
         } else {
             at = &b->next;
@@ -235,23 +281,18 @@ int comm_take_identity(comm_state *cs, struct nbc_req *r)
 {
     uint64_t id = cs->any_ids, w = block_size(cs);
     any_block *b = NULL;
-    int rc = MPI_SUCCESS;
-    if (id < w) { /* the first block: cs->any, made at the first any-order init */
-        if (cs->any == MPI_COMM_NULL && cs->any_pending == MPI_REQUEST_NULL)
-            rc = MPI_Comm_idup(cs->user, &cs->any, &cs->any_pending);
+    if (id < w) { /* the first block: cs->any, asked for at the first any-order init */
+        if (!cs->any.turn) ask(cs, &cs->any);
     } else if (cs->blocks && cs->blocks->first + w > id) { /* the newest block goes on */
         b = cs->blocks;
     } else if (!(b = calloc(1, sizeof *b))) {
         return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
     } else {
-        *b = (any_block){.first = id - id % w, .comm = MPI_COMM_NULL, .pending = MPI_REQUEST_NULL, .next = cs->blocks};
-        rc = MPI_Comm_idup(cs->user, &b->comm, &b->pending);
-        if (rc == MPI_SUCCESS) cs->blocks = b;
-        else free(b);
+        b->first = id - id % w;
+        b->next = cs->blocks;
+        cs->blocks = b;
+        ask(cs, &b->dup);
     }
-    if (rc != MPI_SUCCESS)
-        return nbc_fail(rc, "MPI_Comm_idup failed: no duplicate for any-order identities %llu ..",
-                        (unsigned long long)(id - id % w));
     if (b) b->live++;
     r->id = id;
     r->block = b;
@@ -260,20 +301,14 @@ int comm_take_identity(comm_state *cs, struct nbc_req *r)
     return MPI_SUCCESS;
 }
 
-int comm_any_ready(struct nbc_req *r, MPI_Comm *comm)
+int comm_request_ready(struct nbc_req *r, MPI_Comm *comm)
 {
-    any_block *b = r->block;
-    if (!b) {
-        *comm = r->cs->any;
-        return comm_ready(r->cs, 1);
-    }
-    *comm = b->comm;
-    return settle(r->cs, &b->pending, &b->comm, 0);
+    duplicate *d = !r->any_order ? &r->cs->dup : r->block ? &r->block->dup : &r->cs->any;
+    if (!settle(r->cs, d, 0)) return 0;
+    *comm = d->comm;
+    return 1;
 }
 
 /* (A request that asks holds cs: if the application's communicator goes during the test, cs
  * stays until that request is released.) */
-int comm_ready(comm_state *cs, int any)
-{
-    return any ? settle(cs, &cs->any_pending, &cs->any, 0) : settle(cs, &cs->pending, &cs->dup, 0);
-}
+int comm_any_ready(comm_state *cs) { return cs->any.turn && settle(cs, &cs->any, 0); }

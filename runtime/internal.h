@@ -37,12 +37,23 @@ typedef struct {
  * (allreduce_shm), or NULL. The ranks' agreement (shm.c) picks one. */
 enum { RUN_MESSAGES, RUN_SHARED, RUN_DIRECT, RUN_CHOICES };
 
+/* One of a communicator's private duplicates. They are made one at a time, in the order every
+ * rank asks for them (comm.c): Open MPI 4.1 runs two duplications of one communicator that are
+ * in flight together in whichever order its progress meets them, which can differ between
+ * ranks, and their internal reductions then cross and hang. */
+typedef struct duplicate {
+    MPI_Comm comm;        /* MPI_COMM_NULL until its duplication starts (or if it failed) */
+    MPI_Request pending;  /* until it completes */
+    uint64_t turn;        /* its place in that order, from 1; 0: not asked for */
+} duplicate;
+
 typedef struct comm_state comm_state;
 struct comm_state {
     MPI_Comm user;        /* the application's communicator; MPI_COMM_NULL once it freed it */
-    MPI_Comm dup;         /* our duplicate for collectives started in the same order everywhere */
-    MPI_Comm any;         /* a second one for any-order requests (made at the first), or NULL */
-    MPI_Request pending, any_pending; /* the duplications, until they complete */
+    duplicate dup;        /* ours for collectives started in the same order everywhere */
+    duplicate any;        /* a second one for any-order requests (asked for at the first) */
+    uint64_t turns_asked, turns_started; /* of its duplicates, in order */
+    duplicate *in_flight; /* the one whose duplication is under way, or NULL */
     int rank, size;
     uint64_t seq;         /* collectives started on it so far */
     uint64_t tag_space;   /* tags are seq modulo this */
@@ -70,17 +81,16 @@ int comm_next_tag(comm_state *cs);
  * block's is cs->any, each later one's is made when the block begins (comm.c). */
 typedef struct any_block {
     uint64_t first;       /* the identity of its tag 0 */
-    MPI_Comm comm;
-    MPI_Request pending;
+    duplicate dup;
     int live;             /* its requests not yet freed */
     struct any_block *next;
 } any_block;
 int comm_take_identity(comm_state *cs, struct nbc_req *r); /* r->id and r->block, at init */
-/* Whether r's any-order duplicate can be used yet; sets *comm to it when it can. */
-int comm_any_ready(struct nbc_req *r, MPI_Comm *comm);
-/* Whether the private duplicate (any: the any-order one) can be used yet (it tests the
- * pending duplication). */
-int comm_ready(comm_state *cs, int any);
+/* Whether r's duplicate (ordered or any-order) can be used yet; sets *comm to it when it can:
+ * MPI_COMM_NULL if its duplication failed. */
+int comm_request_ready(struct nbc_req *r, MPI_Comm *comm);
+/* Whether cs's any-order duplicate has been asked for and can be used yet. */
+int comm_any_ready(comm_state *cs);
 void comm_hold(comm_state *cs);
 comm_state *comm_first(void);   /* every communicator's state, through ->next */
 void comm_add_any(comm_state *cs, struct nbc_req *r);    /* lists an any-order request */

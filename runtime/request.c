@@ -254,8 +254,12 @@ static int step(struct nbc_req *r, int may_issue)
 {
     if (r->st.err != MPI_SUCCESS && r->st.comm == MPI_COMM_NULL) return ended(r); /* timed out in setup */
     if (r->st.comm == MPI_COMM_NULL) {
-        MPI_Comm c = r->cs->dup;
-        if (r->any_order ? !comm_any_ready(r, &c) : !comm_ready(r->cs, 0)) return INTERP_WAITING;
+        MPI_Comm c;
+        if (!comm_request_ready(r, &c)) return INTERP_WAITING;
+        if (c == MPI_COMM_NULL) {
+            req_fail(r, MPI_ERR_INTERN, "MPI_Comm_idup failed: the communicator's private duplicate could not be made");
+            return ended(r);
+        }
         r->st.comm = c;
     }
     if (r->check) {

@@ -33,16 +33,16 @@ static void answer(comm_state *cs)
     for (;;) {
         int flag = 0;
         MPI_Status st;
-        if (MPI_Iprobe(MPI_ANY_SOURCE, stall_query_tag(cs), cs->any, &flag, &st) != MPI_SUCCESS || !flag) return;
+        if (MPI_Iprobe(MPI_ANY_SOURCE, stall_query_tag(cs), cs->any.comm, &flag, &st) != MPI_SUCCESS || !flag) return;
         stall_msg q, a = {0};
-        MPI_Recv(&q, (int)sizeof q, MPI_BYTE, st.MPI_SOURCE, stall_query_tag(cs), cs->any, MPI_STATUS_IGNORE);
+        MPI_Recv(&q, (int)sizeof q, MPI_BYTE, st.MPI_SOURCE, stall_query_tag(cs), cs->any.comm, MPI_STATUS_IGNORE);
         struct nbc_req *r = find(cs, q.id);
         a.id = q.id;
         a.starts = r ? r->starts : 0;
         a.active = r && r->state == REQ_ACTIVE;
         /* small and answered at most once per query: a blocking send would only wait for MPI's
          * eager buffer, which such a message always fits */
-        MPI_Send(&a, (int)sizeof a, MPI_BYTE, st.MPI_SOURCE, answer_tag(cs), cs->any);
+        MPI_Send(&a, (int)sizeof a, MPI_BYTE, st.MPI_SOURCE, answer_tag(cs), cs->any.comm);
     }
 }
 
@@ -64,8 +64,8 @@ void stall_ask(struct nbc_req *r, long now)
     nbc_rt.stall.query = (stall_msg){.id = r->id, .active = 1, .starts = r->starts};
     for (int k = 0, j = 0; j < cs->size; j++) {
         if (j == cs->rank) continue;
-        MPI_Isend(&nbc_rt.stall.query, (int)sizeof nbc_rt.stall.query, MPI_BYTE, j, stall_query_tag(cs), cs->any, &nbc_rt.stall.reqs[k]);
-        MPI_Irecv(&nbc_rt.stall.answers[k], (int)sizeof *nbc_rt.stall.answers, MPI_BYTE, j, answer_tag(cs), cs->any,
+        MPI_Isend(&nbc_rt.stall.query, (int)sizeof nbc_rt.stall.query, MPI_BYTE, j, stall_query_tag(cs), cs->any.comm, &nbc_rt.stall.reqs[k]);
+        MPI_Irecv(&nbc_rt.stall.answers[k], (int)sizeof *nbc_rt.stall.answers, MPI_BYTE, j, answer_tag(cs), cs->any.comm,
                   &nbc_rt.stall.reqs[n + k]);
         k++;
     }
@@ -151,5 +151,5 @@ void stall_gather(long now)
 void stall_answer_all(void)
 {
     for (comm_state *cs = comm_first(); cs; cs = cs->next)
-        if (cs->any != MPI_COMM_NULL && comm_ready(cs, 1)) answer(cs);
+        if (comm_any_ready(cs)) answer(cs);
 }

@@ -275,6 +275,36 @@ static void finalize_on_one_rank(void)
     check(ok, "nbc_finalize on one rank between two collectives: the next ones match (ordered, any-order)", "%s", what);
 }
 
+/* A communicator's first ordered call and its first any-order request started together, on many
+ * new communicators: their two duplications of it must not cross (with the progress thread, on
+ * Open MPI, they did one time in a hundred). */
+static void first_calls_of_both_kinds(void)
+{
+    MPI_Info info;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "nbc_start_order", "any");
+    int ok = 1;
+    char what[200] = "";
+    for (int k = 0; k < 100 && ok; k++) {
+        MPI_Comm c;
+        MPI_Comm_dup(MPI_COMM_WORLD, &c);
+        int64_t in[100], out[100], pin[10], pout[10];
+        fill(in, 100, k);
+        fill(pin, 10, k + 1);
+        nbc_request r[2];
+        int rc = nbc_iallreduce(in, out, 100, MPI_INT64_T, MPI_SUM, c, &r[0]);
+        if (rc == MPI_SUCCESS) rc = nbc_allreduce_init(pin, pout, 10, MPI_INT64_T, MPI_SUM, c, info, &r[1]);
+        if (rc == MPI_SUCCESS) rc = nbc_start(&r[1]);
+        if (rc == MPI_SUCCESS) rc = nbc_waitall(2, r);
+        ok = rc == MPI_SUCCESS && sum_ok(out, 100, k) && sum_ok(pout, 10, k + 1);
+        if (rc == MPI_SUCCESS) nbc_request_free(&r[1]);
+        if (!ok) snprintf(what, sizeof what, "communicator %d: rc %d: %s", k, rc, nbc_error_message());
+        MPI_Comm_free(&c);
+    }
+    MPI_Info_free(&info);
+    check(ok, "the first ordered call and any-order request on 100 new communicators, started together", "%s", what);
+}
+
 static int thread_rc;
 static char thread_msg[400];
 static void *second_thread(void *arg)
@@ -324,6 +354,7 @@ int main(int argc, char **argv)
     spare_request();
     comm_freed_with_pending_duplicate();
     finalize_on_one_rank();
+    first_calls_of_both_kinds();
     second_thread_refused();
     on_comm_self();
     int mine[MAX_CHECKS], any[MAX_CHECKS];
