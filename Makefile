@@ -70,7 +70,7 @@ EXPORTS  := $(BUILD)/gen/exports.txt
 # MPICH's generalized requests with a poll function (MPIX_Grequest_class_create).
 INTERPOSE := $(BUILD)/lib/libnbcmpi.so
 INTERPOSE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard interpose/*.c)))
-INTERPOSE_TESTS := interpose_coll interpose_overlap interpose_hang
+INTERPOSE_TESTS := interpose_coll interpose_overlap interpose_hang interpose_types
 ANALYSIS := $(BUILD)/lib/libnbc-analysis.a
 
 .PHONY: all demo test install uninstall clean deps docs
@@ -137,12 +137,13 @@ $(ANALYSIS): $(ANALYSIS_OBJ)
 	ar rcs $@ $^
 
 # One relocatable object whose only global definitions are nbc.h's functions: an application
-# may define its own comm_init or cache_create and still link statically.
+# may define its own comm_init or cache_create and still link statically. (libnbc-all.o keeps
+# every global, for the interposition library, which asks nbc's reduction kernels too.)
 $(STATIC): $(LIB_OBJ) $(EXPORTS)
 	@mkdir -p $(dir $@)
 	rm -f $@
-	ld -r -o $(BUILD)/lib/libnbc.o $(LIB_OBJ)
-	objcopy --keep-global-symbols=$(EXPORTS) $(BUILD)/lib/libnbc.o
+	ld -r -o $(BUILD)/lib/libnbc-all.o $(LIB_OBJ)
+	objcopy --keep-global-symbols=$(EXPORTS) $(BUILD)/lib/libnbc-all.o $(BUILD)/lib/libnbc.o
 	ar rcs $@ $(BUILD)/lib/libnbc.o
 
 $(SHARED): $(LIB_OBJ) $(EXPORTS)
@@ -157,8 +158,8 @@ $(SHARED): $(LIB_OBJ) $(EXPORTS)
 # wrappers; it exports only the MPI_ functions it defines.
 $(INTERPOSE_OBJ): CPPFLAGS += -Iinterpose
 $(INTERPOSE): $(INTERPOSE_OBJ) $(STATIC)
-	nm -u $(BUILD)/lib/libnbc.o | awk '$$2 ~ /^MPI_/ { print $$2 " P" $$2 }' > $(BUILD)/lib/nbcmpi.redefine
-	objcopy --redefine-syms=$(BUILD)/lib/nbcmpi.redefine $(BUILD)/lib/libnbc.o $(BUILD)/lib/libnbc-pmpi.o
+	nm -u $(BUILD)/lib/libnbc-all.o | awk '$$2 ~ /^MPI_/ { print $$2 " P" $$2 }' > $(BUILD)/lib/nbcmpi.redefine
+	objcopy --redefine-syms=$(BUILD)/lib/nbcmpi.redefine $(BUILD)/lib/libnbc-all.o $(BUILD)/lib/libnbc-pmpi.o
 	printf '{ global: MPI_*; local: *; };\n' > $(BUILD)/lib/libnbcmpi.map
 	$(CC) -shared -Wl,-soname,libnbcmpi.so.0 -Wl,--version-script=$(BUILD)/lib/libnbcmpi.map -o $@ \
 	    $(CFLAGS) $(INTERPOSE_OBJ) $(BUILD)/lib/libnbc-pmpi.o $(LDLIBS) -lpthread

@@ -60,10 +60,12 @@ static int reduction(nm_req *r, const void *sendbuf, void *recvbuf, int n_send, 
 {
     *a = (red_args){sendbuf, recvbuf, type, op};
     MPI_Aint size;
-    int dense = nm_dense(type, &size);
+    int dense = nm_dense(type, &size), direct;
     if (size < 0) return MPI_ERR_TYPE;
-    if (dense == 2 || (dense && nm_predefined(type))) return MPI_SUCCESS;
-    int rc = nm_standin(r, type, op, size, &a->type, &a->op);
+    int rc = nm_pair_check(type, op, &direct);
+    if (rc) return rc;
+    if (direct && (dense == 2 || (dense && nm_predefined(type)))) return MPI_SUCCESS;
+    rc = nm_standin(r, type, op, size, &a->type, &a->op);
     if (rc || dense) return rc;
     int inplace = sendbuf == MPI_IN_PLACE;
     if (!inplace && (rc = nm_pack(r, 1, sendbuf, n_send, type, n_send * size, (void **)&a->send))) return rc;
@@ -177,10 +179,10 @@ int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
     PASS_IF_NEEDED(K_IREDUCE_SCATTER_BLOCK, comm,
                    PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request));
     REFUSE_BAD_ARGS(comm, sendbuf, recvbuf, 1, recvcount, request);
-    int p;
+    int p, commute = 1;
     PMPI_Comm_size(comm, &p);
-    if (too_large(recvcount, datatype, p)) {
-        nm_passed(K_IREDUCE_SCATTER_BLOCK, R_TOO_LARGE);
+    if (too_large(recvcount, datatype, p) || (PMPI_Op_commutative(op, &commute) == MPI_SUCCESS && !commute)) {
+        nm_passed(K_IREDUCE_SCATTER_BLOCK, commute ? R_TOO_LARGE : R_NONCOMMUTATIVE);
         return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
     }
     nm_req *r = nm_req_new(comm);

@@ -15,7 +15,7 @@ enum nm_kind {
     K_PERSISTENT, K_VARIANT, K_ALLOC_MEM, NKINDS
 };
 enum nm_reason { R_INTERCOMM, R_COMM_NULL, R_TOO_LARGE, R_VARIANT, R_BLOCKING_OFF, R_ALLOC_MEM_OFF, R_NBC_REFUSED,
-                 NREASONS };
+                 R_NONCOMMUTATIVE, NREASONS };
 void nm_ran(enum nm_kind k);
 void nm_passed(enum nm_kind k, enum nm_reason why);
 void nm_count_as(int k); /* the next counts of this thread go to kind k (-1: their own) */
@@ -57,6 +57,9 @@ int nm_predefined(MPI_Datatype type);
 /* Packs count items into a new scratch buffer (r->scratch[slot]); *out points at it. */
 int nm_pack(nm_req *r, int slot, const void *buf, int count, MPI_Datatype type, MPI_Aint bytes, void **out);
 /* Makes the contiguous stand-in type and the wrapping op nbc reduces with. */
+/* MPICH's verdict on a reduction's (datatype, op) pair (pairs.c): MPI_SUCCESS or its error
+ * class; *direct says whether nbc reduces the pair itself (else: the stand-in). */
+int nm_pair_check(MPI_Datatype type, MPI_Op op, int *direct);
 int nm_standin(nm_req *r, MPI_Datatype type, MPI_Op op, MPI_Aint size, MPI_Datatype *standin, MPI_Op *wrapper);
 void nm_layout_finish(nm_req *r); /* unpacks, frees scratch and stand-in */
 

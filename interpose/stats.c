@@ -15,6 +15,7 @@ static const char *const reason_name[NREASONS] = {
     "intercommunicator", "MPI_COMM_NULL or invalid communicator", "more than INT_MAX bytes",
     "v- and w- variants are MPICH's", "blocking (NBC_MPI_BLOCKING unset)",
     "NBC_MPI_ALLOC_MEM=0", "nbc_alloc_mem failed",
+    "a non-commutative op (no reduce_scatter_block schedule keeps rank order)",
 };
 static unsigned long ran[NKINDS], passed[NKINDS][NREASONS];
 

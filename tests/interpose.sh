@@ -69,6 +69,16 @@ if [ "$quick" != 1 ]; then
     done
 fi
 
+# every (datatype, op) pair as MPICH answers it (its extra types: MPI_CHAR with MPI_SUM, the
+# Fortran and C++ types, the pair types with MPI_MINLOC; what it refuses, refused alike), and a
+# non-commutative user op, on MPICH alone and through the preload
+for p in $([ "$quick" = 1 ] && echo 1 3 || echo 1 2 3 4 7); do
+    run "every pair, preloaded" 300 $MPIEXEC -n "$p" env LD_PRELOAD="$lib" "$build/tests/interpose_types"
+done
+run "every pair, preloaded NBC_MPI_BLOCKING=1" 300 $MPIEXEC -n 3 env NBC_MPI_BLOCKING=1 LD_PRELOAD="$lib" \
+    "$build/tests/interpose_types"
+run "every pair, MPICH alone" 300 $MPIEXEC -n 3 "$build/tests/interpose_types"
+
 # MPI_Alloc_mem's memory is nbc's: its three allreduces (MPI_Allreduce, in place, MPI_Iallreduce)
 # run through shared memory on every rank, the control into malloc'd memory with messages
 # (NBC_TRACE=2's lines); NBC_MPI_ALLOC_MEM=0 gives MPICH's memory, so the large ones run with messages.
