@@ -1,5 +1,5 @@
 #!/bin/sh
-# The ratios the closing note of docs/performance.md quotes, repeated: N rounds, each running
+# The ratios docs/performance.md quotes ("The rounds"), repeated: N rounds, each running
 # the three programs of `make bench` (bench on MPICH, bench on Open MPI, bench/gloo over TCP)
 # at each size alone, so that a loaded machine shows as spread rather than as one lucky or
 # unlucky figure. Prints, per size and ratio, the median over the rounds and [min – max].

@@ -7,7 +7,9 @@
 # Side by side (docs/performance.md): gloo-pP.{txt,csv} (bench/gloo.cc: Gloo's algorithms and
 # nbc, both over TCP on the loopback), openmpi-pP.{txt,csv} (bench built against Open MPI, when
 # OMPI_BUILD/bench/bench exists: its nbc_auto, MPI_Iallreduce, MPI_Allreduce), and the wide
-# table and plot of all of them, wide-pP.{md,dat,png} (bench/wide.sh, bench/wide.gp).
+# table and plot of all of them, wide-pP.{md,dat,png} (bench/wide.sh, bench/wide.gp). At p = 2
+# the wide table and plot are also copied to docs/performance-p2.{md,png}, which
+# docs/performance.md shows: commit them together with the run.
 # GLOO_ARGS adds options to bench/gloo.
 : "${MPIEXEC:=mpiexec.mpich}"  # the MPI is named: plain mpiexec may be another one
 set -e
@@ -87,6 +89,17 @@ if command -v gnuplot > /dev/null; then
     echo "plot: $out/wide-p$P.png"
 else
     echo "gnuplot is missing: no plot"
+fi
+
+# The table and plot docs/performance.md shows, from this run.
+if [ "$P" = 2 ]; then
+    cp "$out/wide-p2.md" docs/performance-p2.md
+    if [ -f "$out/wide-p2.png" ]; then
+        cp "$out/wide-p2.png" docs/performance-p2.png
+    else
+        echo "no plot: docs/performance-p2.png is not from this run"
+    fi
+    echo "docs: docs/performance-p2.md and docs/performance-p2.png"
 fi
 
 "$BUILD/bench/kernels" | tee "$out/kernels.txt"
