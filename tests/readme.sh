@@ -1,6 +1,6 @@
 #!/bin/sh
-# The README and docs say what the tools print and how the project behaves; this runs what they
-# show and compares. Prints "ok NAME" or "FAIL NAME: why" per check.
+# The README and the pages under docs/ say what the tools print and how the project behaves;
+# this runs what they show and compares. Prints "ok NAME" or "FAIL NAME: why" per check.
 # Usage: sh tests/readme.sh [BINDIR] (default bin), from the top of the tree; MPIEXEC names the
 # launcher (mpiexec.mpich).
 BINDIR=${1:-bin}
@@ -13,9 +13,9 @@ check() { # NAME STATUS [WHY]
 }
 top=$(pwd)
 
-# ---- every "$ command" in a fenced block of README.md and docs/selection.md, with the lines
-# under it as its output, exactly ----
-for doc in README.md docs/selection.md; do
+# ---- every "$ command" in a fenced block of README.md and the pages that show one, with the
+# lines under it as its output, exactly ----
+for doc in README.md docs/language.md docs/selection.md docs/failures.md; do
     awk -v dir="$tmp" -v doc="$(basename "$doc" .md)" '
         /^```/ { fence = !fence; n = 0; next }
         fence && /^\$ / { k++; n = 1; file = dir "/" doc "." k; print substr($0, 3) > (file ".cmd"); printf "" > (file ".want"); next }
@@ -30,12 +30,37 @@ for cmd in "$tmp"/*.cmd; do
     check "$(basename "${cmd%.*}" | sed 's/\..*//') shows what \`$line\` prints" $? "$(head -n 12 "$tmp/diff")"
 done
 
-# ---- the README's mistake: the caret diagram, as printed there ----
-awk '/^Make a mistake/ { on = 1 } on && /^```/ { if (f) exit; f = 1; next } f' README.md > "$tmp/want"
+# ---- the tutorial's mistake (docs/language.md): the caret diagram, as printed there ----
+awk '/^Make a mistake/ { on = 1 } on && /^```/ { if (f) exit; f = 1; next } f' docs/language.md > "$tmp/want"
 printf 'schedule bad implements allreduce\n{\n    round { send recvbuf to rank + p; }\n}\n' > "$tmp/bad.nbs"
 (cd "$tmp" && "$top/$nbcc" check bad.nbs > got 2>&1; echo $? > rc)
-diff -u "$tmp/want" "$tmp/got" > "$tmp/diff" && [ "$(cat "$tmp/rc")" = 1 ]
-check "README's mistake: nbcc check prints the diagnostic shown and exits 1" $? "$(head -n 12 "$tmp/diff")"
+[ -s "$tmp/want" ] && diff -u "$tmp/want" "$tmp/got" > "$tmp/diff" && [ "$(cat "$tmp/rc")" = 1 ]
+check "docs/language.md's mistake: nbcc check prints the diagnostic shown and exits 1" $? "$(head -n 12 "$tmp/diff")"
+
+# ---- the README's front door: its first block is the two set-up commands; its examples are
+# the files they name ----
+[ "$(awk '/^```/ { if (f) exit; f = 1; next } f { print $1, $2 }' README.md | tr '\n' ' ')" = "make demo make test " ]
+check "the README starts with make demo and make test" $? "$(awk '/^```/ { if (f) exit; f = 1; next } f' README.md)"
+awk '/^schedule allreduce_star/, /^}/' README.md > "$tmp/want"
+awk '/^schedule allreduce_star/, /^}/' examples/allreduce_star.nbs | diff -u "$tmp/want" - > "$tmp/diff" && [ -s "$tmp/want" ]
+check "the README's star schedule is examples/allreduce_star.nbs" $? "$(head -n 12 "$tmp/diff")"
+awk '/^```c/ { f = 1; next } f && /^```/ { exit } f && NF' README.md > "$tmp/want"
+missing=$(while IFS= read -r l; do l=$(printf '%s' "$l" | sed 's/^ *//'); grep -qF -- "$l" examples/overlap.c || printf '%s\n' "$l"; done < "$tmp/want")
+[ -s "$tmp/want" ] && [ -z "$missing" ]
+check "the README's C example is lines of examples/overlap.c" $? "not there: $missing"
+
+# ---- the documentation maps: every page under docs/ is listed, every link leads to a file ----
+missing=""
+for page in docs/*.md; do
+    case $page in docs/README.md | docs/performance-wide-*) continue ;; esac
+    grep -q "](${page#docs/})" docs/README.md || missing="$missing $page"
+    grep -q "](${page})" README.md || missing="$missing README:$page"
+done
+check "docs/README.md and the README list every page under docs/" $((${#missing} != 0)) "missing:$missing"
+dead=$( { grep -o '][(]docs/[^)]*)' README.md | sed 's/^](//; s/)$//'
+         grep -o '][(][^)/]*)' docs/README.md | sed 's/^](/docs\//; s/)$//'; } |
+       while read -r f; do [ -e "$f" ] || printf ' %s' "$f"; done)
+check "the documentation maps link to files that exist" $((${#dead} != 0)) "dead:$dead"
 
 # ---- nbcc check of a directory checks every file in it ----
 mkdir "$tmp/dir"
@@ -147,9 +172,9 @@ grep -q "^summary: 2 ranks, all verified OK" "$tmp/out"
 check "NBC_SCHEDULE_PATH skips a directory that does not exist" $? "$(head -n 3 "$tmp/out")"
 missing=""
 for v in $(grep -rhoE '(getenv|env_[a-z]+)\("[A-Z_]+"|"(MPI_LOCALNRANKS|OMPI_COMM_WORLD_LOCAL_SIZE)"' runtime | grep -oE '[A-Z_]{4,}' | sort -u); do
-    grep -q "\`$v" README.md || missing="$missing $v"
+    grep -q "\`$v" docs/api.md || missing="$missing $v"
 done
-check "the README names every environment variable the library reads" $((${#missing} != 0)) "missing:$missing"
+check "docs/api.md names every environment variable the library reads" $((${#missing} != 0)) "missing:$missing"
 
 # ---- packages: test-only ones for make test; NO_DEPS=1 skips the step ----
 make -n --no-print-directory all BUILD="$tmp/nodeps" BINDIR="$tmp/nodeps/bin" NO_DEPS=1 > "$tmp/out" 2>&1
@@ -166,8 +191,8 @@ check "the README documents make NO_DEPS=1" $?
 grep -rnE "reference/|shared/|design notes|reference notes" README.md docs runtime tools schedules tests/*.c > "$tmp/out"
 check "docs cite published sources, not notes outside the repository" $(($(wc -l < "$tmp/out") != 0)) "$(head -n 5 "$tmp/out")"
 grep -q "nbc_init is optional" runtime/nbc.h && grep -q "and so is nbc_finalize" runtime/nbc.h &&
-    grep -q "int nbc_finalize(void);.*else MPI_Finalize does it" README.md
-check "nbc.h and the README agree that nbc_finalize is optional" $?
+    grep -q "int nbc_finalize(void);.*else MPI_Finalize does it" docs/api.md
+check "nbc.h and docs/api.md agree that nbc_finalize is optional" $?
 
 # ---- nbcc tune keeps the built-in choice unless beaten clearly, and says which ----
 timeout 300 $MPIEXEC -n 2 "$nbcc" tune --sizes 8,4096 --reps 3 -o "$tmp/tuned.rules" 2> "$tmp/err"
