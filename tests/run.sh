@@ -290,6 +290,7 @@ NBC_SCHEDULE_PATH=examples NBC_ALLREDUCE=star ASAN_OPTIONS=detect_leaks=0 timeou
 grep -q "^summary: 4 ranks.* all verified OK" "$tmp/out"
 check "README tutorial: overlap with the star schedule from NBC_SCHEDULE_PATH" $? "$(tail -n 5 "$tmp/out")"
 [ -z "$TAG" ] && suite "readme" sh tests/readme.sh "$BINDIR"
+[ -z "$TAG" ] && suite "docs" sh tests/docs.sh
 }
 
 # NBC_TEST_QUICK=1 (what .ci/run uses for its second MPI) runs every suite on the process
