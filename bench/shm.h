@@ -1,6 +1,6 @@
 /* Two ranks on one node sharing memory through MPI (MPI_Win_allocate_shared): the lower bound
  * of an allreduce there, and a prototype allreduce that reduces straight out of the peer's
- * memory. Included by bench.c; p = 2 only (docs/performance.md, "The limit").
+ * memory. Included by bench.c; p = 2 only (docs/performance.md, "The bound").
  *
  * The bound: the two inputs must be read once (2n bytes), the sum computed once, and both
  * outputs written (2n bytes), whichever CPU does it; split evenly over the two cores, each

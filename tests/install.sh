@@ -32,11 +32,11 @@ check "pkg-config --modversion nbc is $version" $?
 cc $(pkg-config --cflags nbc) "$app/app.c" $(pkg-config --libs nbc) -o "$tmp/app-pc" > "$tmp/log" 2>&1
 check "cc \$(pkg-config --cflags nbc) app.c \$(pkg-config --libs nbc)" $? "$(head -n 5 "$tmp/log")"
 run "the pkg-config build runs under mpiexec -n 2" "$tmp/app-pc"
-# the README's static line: the archive, then what it needs
+# the static link line of docs/building.md: the archive, then what it needs
 # shellcheck disable=SC2046
 cc $(pkg-config --cflags nbc) "$app/app.c" "$(pkg-config --variable=libdir nbc)/libnbc.a" \
     $(pkg-config --libs --static nbc | sed 's/-lnbc//') -o "$tmp/app-static" > "$tmp/log" 2>&1
-check "static link with libnbc.a, as the README says" $? "$(head -n 5 "$tmp/log")"
+check "static link with libnbc.a, as docs/building.md says" $? "$(head -n 5 "$tmp/log")"
 ! ldd "$tmp/app-static" | grep -q libnbc
 check "the static build does not load libnbc.so" $?
 run "the static build runs under mpiexec -n 2" "$tmp/app-static"
