@@ -2,9 +2,10 @@
  *
  * Each process has one segment: a memfd, mapped here and by the peers of every communicator
  * that attaches (through /proc/PID/fd/FD: the memory has no name, so nothing is left behind
- * when a process ends). Its heap serves nbc_alloc_mem, and each attached communicator's block:
- * for each of CHANNELS channels one line (a call's buffers or "declined", and which call last
- * ended there), and a stage: one flag word per peer, then the shared scratch of SLOT_SHARED.
+ * when a process ends). Its heap (shm_heap.c) serves nbc_alloc_mem, and each attached
+ * communicator's block: for each of CHANNELS channels one line (a call's buffers or "declined",
+ * and which call last ended there), and a stage: one flag word per peer, then the shared
+ * scratch of SLOT_SHARED.
  * The flags share their cache line with the scratch's first bytes, so that a peer waiting for
  * a small call's flag gets that call's data with it, in one transfer between the cores.
  *
@@ -26,36 +27,25 @@
  * stage's program (which needs no agreement): a rank whose buffers are private declines and
  * takes the stage at once. */
 #include <fcntl.h>
-#include <malloc.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "env.h"
+#include "shm_heap.h"
 #include "state.h"
 
 #define CHANNELS SHM_CHANNELS
 #define STAGE_BYTES (64u << 10) /* shared scratch per channel */
-#define HEAP_START 4096
-#define ALIGN 64
-#define MAGIC 0x6e62632d73686d31ull /* "nbc-shm1" */
-#define PUNCH_BYTES (1u << 20)      /* freed spans this large give their pages back */
 #define KERNEL_PIECE (256u << 10)   /* interp/remote.c's pieces: each call into the kernel costs
                                        microseconds, so not small; three bounce pieces fit in L2 */
 #define EXIT_POLL_NS 100000000      /* how often the peers' pidfds are polled: 100 ms, where the
                                        kernel takes far longer to give an exited pid to another */
-
-typedef struct {
-    uint64_t magic, nonce;
-    int64_t pid;
-} seg_header;
 
 typedef struct {          /* two cache lines per channel, written by its rank only */
     uint64_t stamp;       /* ticket + 1 once the publication below is written */
@@ -98,12 +88,6 @@ typedef struct retired {
     shm_map **map;        /* [p]: the peers' processes */
     struct retired *next;
 } retired;
-
-struct shm_span {
-    uint64_t off, size;
-    int used;
-    shm_span *next;
-};
 
 /* Attaching: every rank sends its hello, maps the others' segments, then tells the others
  * whether it could map them all (and reach their memory through the kernel); so all end
@@ -151,157 +135,6 @@ static uint64_t *detached_of(char *block) { return (uint64_t *)(void *)(block + 
 static int next_channel(int c) { return (c + 1) % CHANNELS; }
 static int channel_before(int c) { return (c + CHANNELS - 1) % CHANNELS; }
 
-/* ---- the segment and its heap ---- */
-
-static int segment(void)
-{
-    shm_process *s = &nbc_rt.shm;
-    if (s->base) return 1;
-    if (s->failed) return 0;
-    shm_span *all = malloc(sizeof *all);
-    int fd = memfd_create("nbc-shm", MFD_CLOEXEC);
-    void *b = MAP_FAILED;
-    if (all && fd >= 0 && ftruncate(fd, (off_t)s->bytes) == 0)
-        b = mmap(NULL, s->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    uint64_t nonce = 0;
-    if (b == MAP_FAILED || getrandom(&nonce, sizeof nonce, 0) != sizeof nonce) {
-        if (b != MAP_FAILED) munmap(b, s->bytes);
-        if (fd >= 0) close(fd);
-        free(all);
-        s->failed = 1;
-        return 0;
-    }
-    s->fd = fd;
-    s->base = b;
-    s->nonce = nonce;
-    *(seg_header *)b = (seg_header){MAGIC, nonce, getpid()};
-    *all = (shm_span){HEAP_START, s->bytes - HEAP_START, 0, NULL};
-    s->spans = all;
-    return 1;
-}
-
-static void sweep_retired(void);
-
-/* First fit; 0 when nothing fits. */
-static uint64_t heap_alloc(uint64_t size)
-{
-    size = (size + ALIGN - 1) / ALIGN * ALIGN;
-    for (shm_span *at = nbc_rt.shm.spans; at; at = at->next) {
-        if (at->used || at->size < size) continue;
-        if (at->size > size) {
-            shm_span *rest = malloc(sizeof *rest);
-            if (!rest) return 0;
-            *rest = (shm_span){at->off + size, at->size - size, 0, at->next};
-            at->next = rest;
-            at->size = size;
-        }
-        at->used = 1;
-        return at->off;
-    }
-    return 0;
-}
-
-/* Merges with free neighbours; 0 when off starts no block in use. */
-static int heap_free(uint64_t off)
-{
-    shm_span *prev = NULL, *at = nbc_rt.shm.spans;
-    while (at && at->off != off) prev = at, at = at->next;
-    if (!at || !at->used) return 0;
-    if (at->size >= PUNCH_BYTES) /* its pages go back to the system (peers then read zeros) */
-        fallocate(nbc_rt.shm.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)at->off, (off_t)at->size);
-    at->used = 0;
-    shm_span *next = at->next;
-    if (next && !next->used) {
-        at->size += next->size;
-        at->next = next->next;
-        free(next);
-    }
-    if (prev && !prev->used) {
-        prev->size += at->size;
-        prev->next = at->next;
-        free(at);
-    }
-    return 1;
-}
-
-/* Where len bytes at p are in this process's segment, or -1 when they are not. */
-static int64_t segment_offset(const void *p, uint64_t len)
-{
-    const char *base = nbc_rt.shm.base, *at = p;
-    if (!base || at < base + HEAP_START || at > base + nbc_rt.shm.bytes || len > (uint64_t)(base + nbc_rt.shm.bytes - at)) return -1;
-    return at - base;
-}
-
-int shm_alloc(size_t size, void *baseptr)
-{
-    if (!baseptr) return nbc_fail(MPI_ERR_ARG, "nbc_alloc_mem: baseptr is NULL");
-    void *p = NULL;
-    if (size == 0) size = 1;
-    if (nbc_rt.shm.enabled && segment()) {
-        uint64_t off = heap_alloc(size);
-        if (off) p = nbc_rt.shm.base + off;
-    }
-    if (!p && nbc_rt.shm.retired) { /* blocks of freed communicators may have been let go of since */
-        sweep_retired();
-        uint64_t off = heap_alloc(size);
-        if (off) p = nbc_rt.shm.base + off;
-    }
-    if (!p) p = malloc(size); /* memory all the same, only not shared */
-    if (!p) return nbc_fail(MPI_ERR_NO_MEM, "nbc_alloc_mem: out of memory (%zu bytes)", size);
-    memcpy(baseptr, &p, sizeof p);
-    return MPI_SUCCESS;
-}
-
-/* The block's size: in the segment, its span's (0 when base starts none); else malloc's. */
-static size_t block_size(void *base, int64_t off)
-{
-    if (off < 0) return malloc_usable_size(base);
-    for (shm_span *at = nbc_rt.shm.spans; at; at = at->next)
-        if (at->off == (uint64_t)off) return at->used ? at->size : 0;
-    return 0;
-}
-
-/* A block an active request still uses is refused, and stays allocated: its peers may still
- * read or write it (docs/shared-memory.md); so is one bound to a persistent request. */
-int shm_free(void *base)
-{
-    if (!base) return MPI_SUCCESS;
-    int64_t off = segment_offset(base, 0);
-    size_t size = block_size(base, off);
-    if (off >= 0 && !size) return nbc_fail(MPI_ERR_ARG, "nbc_free_mem: %p is not the start of a block from nbc_alloc_mem", base);
-    struct nbc_req *user = req_using(base, size);
-    if (user) {
-        char what[160];
-        req_describe(user, what, sizeof what);
-        return nbc_fail(MPI_ERR_BUFFER, "nbc_free_mem: the block at %p is a buffer of %s %s: %s before freeing the block",
-                        base, user->state == REQ_ACTIVE ? "an active" : "a", what,
-                        user->state == REQ_ACTIVE ? "complete it (nbc_wait or nbc_test)" : "free the request (nbc_request_free)");
-    }
-    if (off < 0) free(base);
-    else heap_free((uint64_t)off);
-    return MPI_SUCCESS;
-}
-
-int shm_init(void)
-{
-    shm_process *s = &nbc_rt.shm;
-    char err[300];
-    int on, kernel;
-    uint64_t bytes, phys = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
-    /* Bounded: tools that shadow every mapped page (valgrind under MPICH) commit all of it */
-    uint64_t fit = phys / 4 > SHM_DEFAULT_BYTES ? SHM_DEFAULT_BYTES : phys / 4;
-    if (env_bool("NBC_SHM", 1, &on, err, sizeof err) || env_bool("NBC_SHM_KERNEL", 1, &kernel, err, sizeof err) ||
-        env_uint("NBC_SHM_BYTES", fit > (64u << 20) ? fit : 64u << 20, 1ull << 46, &bytes, err, sizeof err))
-        return nbc_fail(MPI_ERR_ARG, "%s", err);
-    if (bytes < (1u << 20)) return nbc_fail(MPI_ERR_ARG, "NBC_SHM_BYTES: %llu is less than 1 MiB", (unsigned long long)bytes);
-    int world = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &world);
-    s->enabled = on && (world == 1 || nbc_rt.env.local_ranks == world);
-    s->kernel = kernel;
-    if (!s->base) s->bytes = bytes; /* a segment made before a re-initialization keeps its size */
-    return MPI_SUCCESS;
-}
-
 int shm_eligible(const comm_state *cs, int coll)
 {
     /* not nbc_rt.shm.enabled, which is this rank's own view (NBC_SHM, what the launcher says):
@@ -326,7 +159,7 @@ static shm_map *map_peer(const hello *h)
     const seg_header *hd = b;
     shm_map *m = malloc(sizeof *m);
     /* another process of that number (another pid namespace) would have another nonce */
-    if (!m || hd->magic != MAGIC || hd->nonce != h->nonce) {
+    if (!m || hd->magic != SEG_MAGIC || hd->nonce != h->nonce) {
         munmap(b, h->bytes);
         free(m);
         return NULL;
@@ -354,7 +187,7 @@ static int exchange(struct shm_comm *sc, comm_state *cs, MPI_Comm comm, const vo
 static int process_exited(const shm_map *m);
 
 /* Frees the retired blocks every rank has let go of. */
-static void sweep_retired(void)
+void shm_sweep_retired(void)
 {
     for (retired **at = &nbc_rt.shm.retired; *at;) {
         retired *b = *at;
@@ -366,7 +199,7 @@ static void sweep_retired(void)
             at = &b->next;
             continue;
         }
-        heap_free(b->off);
+        shm_heap_free(b->off);
         *at = b->next;
         free(b->map);
         free(b);
@@ -388,8 +221,8 @@ static int attach_start(comm_state *cs, struct nbc_req *r)
     sc->bytes = calloc((size_t)p, sizeof *sc->bytes);
     sc->chan = calloc(CHANNELS, sizeof *sc->chan);
     if (!sc->hellos || !sc->mapped_all || !sc->reqs || !sc->seg || !sc->map || !sc->block || !sc->bytes || !sc->chan) return MPI_ERR_NO_MEM;
-    sweep_retired();
-    uint64_t off = nbc_rt.shm.enabled && segment() ? heap_alloc(block_bytes(p)) : 0;
+    shm_sweep_retired();
+    uint64_t off = nbc_rt.shm.enabled && shm_segment() ? shm_heap_alloc(block_bytes(p)) : 0;
     if (off) { /* the lines and flags start at zero (the scratch needs none) */
         memset(nbc_rt.shm.base + off, 0, CHANNELS * sizeof(pub_line) + sizeof(uint64_t));
         for (int c = 0; c < CHANNELS; c++) memset(nbc_rt.shm.base + off + channel_at(p, c), 0, header_bytes(p));
@@ -504,9 +337,9 @@ void shm_comm_free(comm_state *cs)
             sc->map = NULL;
             nbc_rt.shm.retired = b;
         }
-        sweep_retired();
+        shm_sweep_retired();
     } else if (sc->mine.ok && sc->nreqs == 0) { /* no peer reads it: attaching ended without sharing */
-        heap_free(sc->mine.block_off);
+        shm_heap_free(sc->mine.block_off);
     }
     free(sc->hellos);
     free(sc->mapped_all);
@@ -747,7 +580,7 @@ static int agree_buffers(struct nbc_req *r, struct shm_comm *sc, int c, int dire
     if (!r->shm_published) {
         pub_line *mine = pub_of(sc->block[me], c);
         char *send = r->st.base[SLOT_SEND], *recv = r->st.base[SLOT_RECV];
-        int64_t send_off = segment_offset(send, len), recv_off = segment_offset(recv, len);
+        int64_t send_off = shm_segment_offset(send, len), recv_off = shm_segment_offset(recv, len);
         /* private memory: the peers copy through the kernel, a piece of whole elements at a time */
         int by_kernel = !direct && (send_off < 0 || recv_off < 0) && sc->by_kernel && (uint64_t)r->sig.esize <= KERNEL_PIECE;
         /* a peer's private buffers too are reached through the kernel: none may have exited */
@@ -813,7 +646,7 @@ int shm_agree(struct nbc_req *r)
         if (!r->shm_published) {
             uint64_t len = (uint64_t)r->sig.count * (uint64_t)r->sig.esize;
             /* private buffers, the common case: declined at once, without agree_buffers' work */
-            if (!sc->taking_part || segment_offset(r->st.base[SLOT_SEND], len) < 0 || segment_offset(r->st.base[SLOT_RECV], len) < 0)
+            if (!sc->taking_part || shm_segment_offset(r->st.base[SLOT_SEND], len) < 0 || shm_segment_offset(r->st.base[SLOT_RECV], len) < 0)
                 decline(r, mine);
         }
         if (!(r->shm_published && mine->declined) && (rc = agree_buffers(r, sc, c, 1)) != 2) return rc;
