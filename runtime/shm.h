@@ -23,7 +23,7 @@ struct nbc_req;
 struct comm_state;
 struct call;
 
-/* The process's part of nbc_rt (state.h); shm.c alone writes it. */
+/* The process's part of nbc_rt (state.h); shm_heap.c and shm.c alone write it. */
 typedef struct shm_span shm_span;
 typedef struct shm_map shm_map;
 typedef struct retired retired;

@@ -64,7 +64,7 @@ typedef struct {
         int finalize_keyval;         /* on MPI_COMM_SELF: MPI_Finalize shuts us down */
     } life;
     nbc_settings env; /* settings.c */
-    shm_process shm;  /* shm.c: the segment outlives nbc_finalize (nbc_alloc_mem's blocks live in it) */
+    shm_process shm;  /* shm_heap.c: the segment outlives nbc_finalize (nbc_alloc_mem's blocks live in it) */
     struct { /* comm.c */
         int keyval;                  /* our state on the application's communicators */
         comm_state *all;
