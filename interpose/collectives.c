@@ -30,12 +30,6 @@ int nm_bad_args(const void *sendbuf, const void *recvbuf, int uses_recv, int cou
     return MPI_SUCCESS;
 }
 
-#define REFUSE_BAD_ARGS(comm, sendbuf, recvbuf, uses_recv, count, request)                                        \
-    do {                                                                                                       \
-        int bad_ = nm_bad_args(sendbuf, recvbuf, uses_recv, count, request);                                   \
-        if (bad_ != MPI_SUCCESS) return nm_error(comm, bad_);                                                  \
-    } while (0)
-
 /* Why a call on this communicator goes to MPICH, or -1 when it runs on nbc. */
 static int comm_reason(MPI_Comm comm)
 {
@@ -124,135 +118,206 @@ static int finish_start(nm_req *r, int rc, enum nm_kind k, MPI_Request *request)
     return rc;
 }
 
-#define PASS_IF_NEEDED(kind, comm, call)                                                                           \
-    do {                                                                                                       \
-        int why_ = comm_reason(comm);                                                                          \
-        if (why_ >= 0) {                                                                                       \
-            nm_passed(kind, why_);                                                                             \
-            return call;                                                                                       \
-        }                                                                                                      \
-    } while (0)
+static int comm_size(MPI_Comm comm)
+{
+    int p = 1;
+    PMPI_Comm_size(comm, &p);
+    return p;
+}
+
+static int comm_rank(MPI_Comm comm)
+{
+    int rank = 0;
+    PMPI_Comm_rank(comm, &rank);
+    return rank;
+}
+
+int nm_route(const nm_call *c)
+{
+    int why = comm_reason(c->comm);
+    if (why >= 0) return why;
+    switch (c->kind) {
+    case K_IALLREDUCE:
+    case K_IREDUCE:
+    case K_IBCAST: return too_large(c->count, c->type, 1) ? R_TOO_LARGE : -1;
+    case K_IREDUCE_SCATTER_BLOCK: {
+        int commute = 1;
+        if (too_large(c->count, c->type, comm_size(c->comm))) return R_TOO_LARGE;
+        /* no reduce-scatter schedule keeps rank order */
+        return PMPI_Op_commutative(c->op, &commute) == MPI_SUCCESS && !commute ? R_NONCOMMUTATIVE : -1;
+    }
+    case K_IALLGATHER: return too_large(c->recvcount, c->recvtype, comm_size(c->comm)) ? R_TOO_LARGE : -1;
+    default: return -1;
+    }
+}
+
+int nm_refused(const nm_call *c, const MPI_Request *request)
+{
+    switch (c->kind) {
+    case K_IREDUCE:
+        return nm_bad_args(c->sendbuf, c->recvbuf, comm_rank(c->comm) == c->root, c->count, request);
+    case K_IBCAST:
+    case K_IBARRIER: return nm_bad_args(NULL, NULL, 0, c->count, request);
+    case K_IALLGATHER: return nm_bad_args(c->sendbuf, c->recvbuf, 1, c->recvcount, request);
+    default: return nm_bad_args(c->sendbuf, c->recvbuf, 1, c->count, request);
+    }
+}
+
+int nm_prepare(nm_req *r, nm_call *c)
+{
+    red_args a;
+    int rc = MPI_SUCCESS, p = comm_size(c->comm);
+    switch (c->kind) {
+    case K_IALLREDUCE: rc = reduction(r, c->sendbuf, c->recvbuf, c->count, c->count, 1, c->type, c->op, &a); break;
+    case K_IREDUCE:
+        rc = reduction(r, c->sendbuf, c->recvbuf, c->count, c->count, comm_rank(c->comm) == c->root, c->type, c->op,
+                       &a);
+        break;
+    case K_IREDUCE_SCATTER_BLOCK:
+        rc = c->count < 0 ? MPI_ERR_COUNT
+                          : reduction(r, c->sendbuf, c->recvbuf, p * c->count, c->count, 1, c->type, c->op, &a);
+        break;
+    case K_IBCAST: {
+        int root = comm_rank(c->comm) == c->root, bytes;
+        void *buf;
+        if ((rc = as_bytes(r, 0, c->recvbuf, c->count, c->type, root, !root, &buf, &bytes))) return rc;
+        c->recvbuf = buf, c->count = bytes, c->type = MPI_BYTE;
+        return MPI_SUCCESS;
+    }
+    case K_IALLGATHER: {
+        int inplace = c->sendbuf == MPI_IN_PLACE;
+        if (c->recvcount < 0) return MPI_ERR_COUNT;
+        if (!inplace && c->recvcount > 0) { /* sendbuf aliasing this rank's block: MPICH's MPI_ERR_BUFFER */
+            MPI_Aint lb, extent;
+            PMPI_Type_get_extent(c->recvtype, &lb, &extent);
+            if (c->sendbuf == (const char *)c->recvbuf + (MPI_Aint)comm_rank(c->comm) * c->recvcount * extent)
+                return MPI_ERR_BUFFER;
+        }
+        void *sbuf = MPI_IN_PLACE, *rbuf = NULL;
+        int sbytes = 0, rbytes = 0;
+        /* the output: all p blocks (with MPI_IN_PLACE, this rank's block is the input) */
+        if ((rc = as_bytes(r, 0, c->recvbuf, p * c->recvcount, c->recvtype, inplace, 1, &rbuf, &rbytes))) return rc;
+        if (!inplace && (rc = as_bytes(r, 1, c->sendbuf, c->count, c->type, 1, 0, &sbuf, &sbytes))) return rc;
+        if (!inplace && sbytes * p != rbytes) return MPI_ERR_TRUNCATE;
+        *c = (nm_call){.kind = c->kind, .sendbuf = sbuf, .recvbuf = rbuf, .count = rbytes / p, .recvcount = rbytes / p,
+                       .type = MPI_BYTE, .recvtype = MPI_BYTE, .comm = c->comm};
+        return MPI_SUCCESS;
+    }
+    default: return MPI_SUCCESS;
+    }
+    if (rc == MPI_SUCCESS) c->sendbuf = a.send, c->recvbuf = a.recv, c->type = a.type, c->op = a.op;
+    return rc;
+}
+
+int nm_nbc_start(const nm_call *c, nbc_request *q)
+{
+    switch (c->kind) {
+    case K_IALLREDUCE: return nbc_iallreduce(c->sendbuf, c->recvbuf, c->count, c->type, c->op, c->comm, q);
+    case K_IREDUCE: return nbc_ireduce(c->sendbuf, c->recvbuf, c->count, c->type, c->op, c->root, c->comm, q);
+    case K_IREDUCE_SCATTER_BLOCK:
+        return nbc_ireduce_scatter_block(c->sendbuf, c->recvbuf, c->count, c->type, c->op, c->comm, q);
+    case K_IBCAST: return nbc_ibcast(c->recvbuf, c->count, c->type, c->root, c->comm, q);
+    case K_IBARRIER: return nbc_ibarrier(c->comm, q);
+    case K_IALLGATHER:
+        return nbc_iallgather(c->sendbuf, c->count, c->type, c->recvbuf, c->recvcount, c->recvtype, c->comm, q);
+    default: return MPI_ERR_INTERN;
+    }
+}
+
+int nm_nbc_init(const nm_call *c, MPI_Info info, nbc_request *q)
+{
+    switch (c->kind) {
+    case K_IALLREDUCE: return nbc_allreduce_init(c->sendbuf, c->recvbuf, c->count, c->type, c->op, c->comm, info, q);
+    case K_IREDUCE:
+        return nbc_reduce_init(c->sendbuf, c->recvbuf, c->count, c->type, c->op, c->root, c->comm, info, q);
+    case K_IREDUCE_SCATTER_BLOCK:
+        return nbc_reduce_scatter_block_init(c->sendbuf, c->recvbuf, c->count, c->type, c->op, c->comm, info, q);
+    case K_IBCAST: return nbc_bcast_init(c->recvbuf, c->count, c->type, c->root, c->comm, info, q);
+    case K_IBARRIER: return nbc_barrier_init(c->comm, info, q);
+    case K_IALLGATHER:
+        return nbc_allgather_init(c->sendbuf, c->count, c->type, c->recvbuf, c->recvcount, c->recvtype, c->comm,
+                                  info, q);
+    default: return MPI_ERR_INTERN;
+    }
+}
+
+/* MPICH's own non-blocking call, for what nbc does not run. */
+static int mpich_start(const nm_call *c, MPI_Request *request)
+{
+    switch (c->kind) {
+    case K_IALLREDUCE: return PMPI_Iallreduce(c->sendbuf, c->recvbuf, c->count, c->type, c->op, c->comm, request);
+    case K_IREDUCE:
+        return PMPI_Ireduce(c->sendbuf, c->recvbuf, c->count, c->type, c->op, c->root, c->comm, request);
+    case K_IREDUCE_SCATTER_BLOCK:
+        return PMPI_Ireduce_scatter_block(c->sendbuf, c->recvbuf, c->count, c->type, c->op, c->comm, request);
+    case K_IBCAST: return PMPI_Ibcast(c->recvbuf, c->count, c->type, c->root, c->comm, request);
+    case K_IBARRIER: return PMPI_Ibarrier(c->comm, request);
+    case K_IALLGATHER:
+        return PMPI_Iallgather(c->sendbuf, c->count, c->type, c->recvbuf, c->recvcount, c->recvtype, c->comm,
+                               request);
+    default: return MPI_ERR_INTERN;
+    }
+}
+
+/* Every non-blocking call: to MPICH, refused, or checked, prepared and started on nbc. */
+static int run(nm_call c, MPI_Request *request)
+{
+    int why = comm_reason(c.comm), rc;
+    if (why < 0 && (rc = nm_refused(&c, request)) != MPI_SUCCESS) return nm_error(c.comm, rc);
+    if (why < 0) why = nm_route(&c);
+    if (why >= 0) {
+        nm_passed(c.kind, why);
+        return mpich_start(&c, request);
+    }
+    nm_req *r = nm_req_new(c.comm);
+    if (!r) return nm_error(c.comm, MPI_ERR_NO_MEM);
+    rc = nm_prepare(r, &c);
+    if (!rc) rc = nm_nbc_start(&c, &r->nbc);
+    return nm_error(c.comm, finish_start(r, rc, c.kind, request));
+}
 
 int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                    MPI_Request *request)
 {
-    PASS_IF_NEEDED(K_IALLREDUCE, comm, PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request));
-    REFUSE_BAD_ARGS(comm, sendbuf, recvbuf, 1, count, request);
-    if (too_large(count, datatype, 1)) {
-        nm_passed(K_IALLREDUCE, R_TOO_LARGE);
-        return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
-    }
-    nm_req *r = nm_req_new(comm);
-    if (!r) return nm_error(comm, MPI_ERR_NO_MEM);
-    red_args a;
-    int rc = reduction(r, sendbuf, recvbuf, count, count, 1, datatype, op, &a);
-    if (!rc) rc = nbc_iallreduce(a.send, a.recv, count, a.type, a.op, comm, &r->nbc);
-    return nm_error(comm, finish_start(r, rc, K_IALLREDUCE, request));
+    return run((nm_call){.kind = K_IALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count,
+                         .type = datatype, .op = op, .comm = comm},
+               request);
 }
 
 int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
                 MPI_Comm comm, MPI_Request *request)
 {
-    PASS_IF_NEEDED(K_IREDUCE, comm, PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request));
-    if (too_large(count, datatype, 1)) {
-        nm_passed(K_IREDUCE, R_TOO_LARGE);
-        return PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request);
-    }
-    nm_req *r = nm_req_new(comm);
-    if (!r) return nm_error(comm, MPI_ERR_NO_MEM);
-    int rank;
-    PMPI_Comm_rank(comm, &rank);
-    int bad = nm_bad_args(sendbuf, recvbuf, rank == root, count, request);
-    if (bad != MPI_SUCCESS) {
-        nm_req_discard(r);
-        return nm_error(comm, bad);
-    }
-    red_args a;
-    int rc = reduction(r, sendbuf, recvbuf, count, count, rank == root, datatype, op, &a);
-    if (!rc) rc = nbc_ireduce(a.send, a.recv, count, a.type, a.op, root, comm, &r->nbc);
-    return nm_error(comm, finish_start(r, rc, K_IREDUCE, request));
+    return run((nm_call){.kind = K_IREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count, .type = datatype,
+                         .op = op, .root = root, .comm = comm},
+               request);
 }
 
 int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype, MPI_Op op,
                               MPI_Comm comm, MPI_Request *request)
 {
-    PASS_IF_NEEDED(K_IREDUCE_SCATTER_BLOCK, comm,
-                   PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request));
-    REFUSE_BAD_ARGS(comm, sendbuf, recvbuf, 1, recvcount, request);
-    int p, commute = 1;
-    PMPI_Comm_size(comm, &p);
-    if (too_large(recvcount, datatype, p) || (PMPI_Op_commutative(op, &commute) == MPI_SUCCESS && !commute)) {
-        nm_passed(K_IREDUCE_SCATTER_BLOCK, commute ? R_TOO_LARGE : R_NONCOMMUTATIVE);
-        return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
-    }
-    nm_req *r = nm_req_new(comm);
-    if (!r) return nm_error(comm, MPI_ERR_NO_MEM);
-    red_args a;
-    int rc = recvcount < 0 ? MPI_ERR_COUNT
-                           : reduction(r, sendbuf, recvbuf, p * recvcount, recvcount, 1, datatype, op, &a);
-    if (!rc) rc = nbc_ireduce_scatter_block(a.send, a.recv, recvcount, a.type, a.op, comm, &r->nbc);
-    return nm_error(comm, finish_start(r, rc, K_IREDUCE_SCATTER_BLOCK, request));
+    return run((nm_call){.kind = K_IREDUCE_SCATTER_BLOCK, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                         .count = recvcount, .type = datatype, .op = op, .comm = comm},
+               request);
 }
 
 int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request *request)
 {
-    PASS_IF_NEEDED(K_IBCAST, comm, PMPI_Ibcast(buffer, count, datatype, root, comm, request));
-    REFUSE_BAD_ARGS(comm, NULL, NULL, 0, count, request);
-    if (too_large(count, datatype, 1)) {
-        nm_passed(K_IBCAST, R_TOO_LARGE);
-        return PMPI_Ibcast(buffer, count, datatype, root, comm, request);
-    }
-    nm_req *r = nm_req_new(comm);
-    if (!r) return nm_error(comm, MPI_ERR_NO_MEM);
-    int rank;
-    PMPI_Comm_rank(comm, &rank);
-    void *buf;
-    int bytes;
-    int rc = as_bytes(r, 0, buffer, count, datatype, rank == root, rank != root, &buf, &bytes);
-    if (!rc) rc = nbc_ibcast(buf, bytes, MPI_BYTE, root, comm, &r->nbc);
-    return nm_error(comm, finish_start(r, rc, K_IBCAST, request));
+    return run((nm_call){.kind = K_IBCAST, .recvbuf = buffer, .count = count, .type = datatype, .root = root,
+                         .comm = comm},
+               request);
 }
 
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 {
-    PASS_IF_NEEDED(K_IBARRIER, comm, PMPI_Ibarrier(comm, request));
-    REFUSE_BAD_ARGS(comm, NULL, NULL, 0, 0, request);
-    nm_req *r = nm_req_new(comm);
-    if (!r) return nm_error(comm, MPI_ERR_NO_MEM);
-    int rc = nbc_ibarrier(comm, &r->nbc);
-    return nm_error(comm, finish_start(r, rc, K_IBARRIER, request));
+    return run((nm_call){.kind = K_IBARRIER, .comm = comm}, request);
 }
 
 int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                    MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
-    PASS_IF_NEEDED(K_IALLGATHER, comm,
-                   PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request));
-    REFUSE_BAD_ARGS(comm, sendbuf, recvbuf, 1, recvcount, request);
-    int p;
-    PMPI_Comm_size(comm, &p);
-    if (too_large(recvcount, recvtype, p)) {
-        nm_passed(K_IALLGATHER, R_TOO_LARGE);
-        return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
-    }
-    nm_req *r = nm_req_new(comm);
-    if (!r) return nm_error(comm, MPI_ERR_NO_MEM);
-    int inplace = sendbuf == MPI_IN_PLACE, rc = recvcount < 0 ? MPI_ERR_COUNT : MPI_SUCCESS;
-    if (!rc && !inplace && recvcount > 0) { /* sendbuf aliasing this rank's block: MPICH's MPI_ERR_BUFFER */
-        int rank;
-        MPI_Aint lb, extent;
-        PMPI_Comm_rank(comm, &rank);
-        PMPI_Type_get_extent(recvtype, &lb, &extent);
-        if (sendbuf == (const char *)recvbuf + (MPI_Aint)rank * recvcount * extent) rc = MPI_ERR_BUFFER;
-    }
-    void *sbuf = MPI_IN_PLACE, *rbuf = NULL;
-    int sbytes = 0, rbytes = 0;
-    /* the output: all p blocks (with MPI_IN_PLACE, this rank's block is the input) */
-    if (!rc) rc = as_bytes(r, 0, recvbuf, p * recvcount, recvtype, inplace, 1, &rbuf, &rbytes);
-    if (!rc && !inplace) rc = as_bytes(r, 1, sendbuf, sendcount, sendtype, 1, 0, &sbuf, &sbytes);
-    if (!rc && !inplace && sbytes * p != rbytes) rc = MPI_ERR_TRUNCATE;
-    if (!rc) rc = nbc_iallgather(sbuf, rbytes / (p ? p : 1), MPI_BYTE, rbuf, rbytes / (p ? p : 1), MPI_BYTE, comm, &r->nbc);
-    return nm_error(comm, finish_start(r, rc, K_IALLGATHER, request));
+    return run((nm_call){.kind = K_IALLGATHER, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = sendcount,
+                         .type = sendtype, .recvcount = recvcount, .recvtype = recvtype, .comm = comm},
+               request);
 }
 
 /* ---- what nbc does not run: counted, then MPICH's ---- */

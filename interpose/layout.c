@@ -46,8 +46,20 @@ int nm_pack(nm_req *r, int slot, const void *buf, int count, MPI_Datatype type, 
     if (!r->scratch[slot]) return MPI_ERR_NO_MEM;
     *out = r->scratch[slot];
     if (!buf) return MPI_SUCCESS; /* an output only */
+    r->packed[slot].from = buf, r->packed[slot].count = count, r->packed[slot].type = type;
     int pos = 0;
     return PMPI_Pack(buf, count, type, r->scratch[slot], (int)bytes, &pos, r->comm);
+}
+
+void nm_repack(nm_req *r)
+{
+    for (int slot = 0; slot < 2; slot++) {
+        if (!r->packed[slot].from) continue;
+        int size, pos = 0;
+        PMPI_Type_size(r->packed[slot].type, &size);
+        PMPI_Pack(r->packed[slot].from, r->packed[slot].count, r->packed[slot].type, r->scratch[slot],
+                  r->packed[slot].count * size, &pos, r->comm);
+    }
 }
 
 /* ---- reductions on a stand-in type ---- */
@@ -107,14 +119,27 @@ int nm_standin(nm_req *r, MPI_Datatype type, MPI_Op op, MPI_Aint size, MPI_Datat
     return MPI_SUCCESS;
 }
 
+/* A start of a persistent call unpacks what its init's layout (r->prep) says, and keeps that
+ * layout for the next start; when the application freed the call while this start ran, the
+ * layout and nbc's request go now. */
 void nm_layout_finish(nm_req *r)
 {
-    if (r->unpack_to && r->err == MPI_SUCCESS) {
+    nm_req *from = r->prep ? r->prep : r;
+    if (from->unpack_to && r->err == MPI_SUCCESS) {
         int size, pos = 0;
-        PMPI_Type_size(r->unpack_type, &size);
-        PMPI_Unpack(r->scratch[0], r->unpack_count * size, &pos, r->unpack_to, r->unpack_count, r->unpack_type, r->comm);
+        PMPI_Type_size(from->unpack_type, &size);
+        PMPI_Unpack(from->scratch[0], from->unpack_count * size, &pos, from->unpack_to, from->unpack_count,
+                    from->unpack_type, r->comm);
     }
     r->unpack_to = NULL;
+    if (r->prep) {
+        if (r->free_prep) {
+            nbc_request_free(&r->nbc);
+            nm_req_discard(r->prep);
+        }
+        r->prep = NULL;
+        return;
+    }
     for (int i = 0; i < 2; i++) {
         free(r->scratch[i]);
         r->scratch[i] = NULL;

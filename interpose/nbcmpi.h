@@ -33,6 +33,11 @@ struct nm_req {
     MPI_Datatype unpack_type;
     int unpack_count;
     void *scratch[2];
+    struct { const void *from; int count; MPI_Datatype type; } packed[2]; /* what each scratch holds */
+    /* a start of a persistent call: the layout made at its init, kept across starts
+     * (persistent.c); free_prep: the application freed the call while this start ran */
+    nm_req *prep;
+    int free_prep;
     /* a reduction on a derived datatype: the stand-in type nbc sees, and the real pair */
     MPI_Datatype standin, real_type;
     MPI_Op real_op;
@@ -62,6 +67,27 @@ int nm_pack(nm_req *r, int slot, const void *buf, int count, MPI_Datatype type, 
 int nm_pair_check(MPI_Datatype type, MPI_Op op, int *direct);
 int nm_standin(nm_req *r, MPI_Datatype type, MPI_Op op, MPI_Aint size, MPI_Datatype *standin, MPI_Op *wrapper);
 void nm_layout_finish(nm_req *r); /* unpacks, frees scratch and stand-in */
+void nm_repack(nm_req *r);        /* packs the inputs again, from where they were packed first */
+
+/* ---- one collective call, as the application made it and as nbc takes it (collectives.c) ---- */
+typedef struct nm_call {
+    enum nm_kind kind;    /* K_IALLREDUCE .. K_IALLGATHER */
+    const void *sendbuf;
+    void *recvbuf;        /* (the buffer of a broadcast) */
+    int count, recvcount, root; /* count: the send count of an allgather, the block of a reduce_scatter_block */
+    MPI_Datatype type, recvtype;
+    MPI_Op op;
+    MPI_Comm comm;
+} nm_call;
+/* Why c goes to MPICH (a reason), or -1 when nbc runs it; decided only from what MPI makes
+ * equal on every rank. */
+int nm_route(const nm_call *c);
+/* MPICH's own argument errors (nm_bad_args) for c, or MPI_SUCCESS. */
+int nm_refused(const nm_call *c, const MPI_Request *request);
+/* Rewrites c into what nbc takes (packed buffers, stand-in type), the layout kept in r. */
+int nm_prepare(nm_req *r, nm_call *c);
+int nm_nbc_start(const nm_call *c, nbc_request *q);                /* the non-blocking call */
+int nm_nbc_init(const nm_call *c, MPI_Info info, nbc_request *q); /* the persistent one */
 
 /* ---- progress in the application's own blocking calls (progress.c) ---- */
 int nm_wait(MPI_Request *request, MPI_Status *status);

@@ -1,12 +1,19 @@
-/* Persistent collectives (MPI-4's MPI_Allreduce_init and siblings) on nbc. An MPICH
- * generalized request is freed when it completes, but a persistent request must stay, inactive,
- * for its next start: so the application's handle here is a real, inactive MPICH persistent
- * request that does nothing (a receive from MPI_PROC_NULL), and the library keeps a table from
- * it to the call's arguments. MPI_Start runs the call as its non-blocking form (on nbc, through
- * the wrappers of collectives.c, with their fallbacks and packing); while any is running, the
- * completion calls swap each started handle for the running request, call through, and swap
- * back: where the running one completed, the handle is left inactive instead of
- * MPI_REQUEST_NULL. With none running, a completion call costs one atomic load more. */
+/* Persistent collectives (MPI-4's MPI_Allreduce_init and siblings) on nbc's own persistent
+ * requests. MPI orders only the inits: ranks may start the same requests in different orders
+ * (MPICH's test p_order does), so each init makes an nbc request that may be started in any
+ * order (nbc_start_order = any), whose k-th start on one rank meets the k-th start of the same
+ * request on the others. Its layout (packed scratch, the stand-in type of a reduction, as
+ * collectives.c makes them) is made once at init and packed again at each start.
+ *
+ * An MPICH generalized request is freed when it completes, but a persistent request must stay,
+ * inactive, for its next start: so the application's handle here is a real, inactive MPICH
+ * persistent request that does nothing (a receive from MPI_PROC_NULL), and the library keeps
+ * a table from it to the call. MPI_Start starts nbc's request behind a generalized request of
+ * its own; while any is running, the completion calls swap each started handle for the
+ * running request, call through, and swap back: where the running one completed, the handle
+ * is left inactive instead of MPI_REQUEST_NULL. With none running, a completion call costs one
+ * atomic load more. What nbc does not run (collectives.c's nm_route) is MPICH's own
+ * persistent call. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -16,13 +23,10 @@
 
 typedef struct pers {
     MPI_Request handle, running; /* running: MPI_REQUEST_NULL while inactive */
-    enum nm_kind kind;
-    const void *sendbuf;
-    void *recvbuf;
-    int count, recvcount, root;
-    MPI_Datatype type, recvtype;
-    MPI_Op op;
-    MPI_Comm comm;
+    nm_call call;         /* as the application made it */
+    nbc_request nbc;      /* nbc's persistent request, any-order */
+    nm_req *prep;         /* its layout */
+    nm_req *current;      /* the running start's generalized request */
     struct pers *next;
 } pers;
 
@@ -45,22 +49,63 @@ static pers *find(MPI_Request h)
 
 int nm_pers_active(void) { return __atomic_load_n(&running, __ATOMIC_RELAXED); }
 
-static int make(pers *tmpl, MPI_Request *request)
+static pthread_once_t info_once = PTHREAD_ONCE_INIT;
+static MPI_Info any_order = MPI_INFO_NULL;
+static void make_info(void)
 {
-    int rank = 0;
-    if (tmpl->kind == K_IREDUCE) PMPI_Comm_rank(tmpl->comm, &rank);
-    int uses_recv =
-        tmpl->kind != K_IBCAST && tmpl->kind != K_IBARRIER && (tmpl->kind != K_IREDUCE || rank == tmpl->root);
-    int bad = nm_bad_args(tmpl->sendbuf, tmpl->recvbuf, uses_recv, tmpl->count, request);
-    if (bad != MPI_SUCCESS) return nm_error(tmpl->comm, bad);
-    pers *x = malloc(sizeof *x);
-    if (!x) return nm_error(tmpl->comm, MPI_ERR_NO_MEM);
-    *x = *tmpl;
-    x->running = MPI_REQUEST_NULL;
-    int rc = PMPI_Recv_init(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &x->handle);
-    if (rc != MPI_SUCCESS) {
+    PMPI_Info_create(&any_order);
+    PMPI_Info_set(any_order, "nbc_start_order", "any");
+}
+
+/* MPICH's own persistent call, for what nbc does not run. */
+static int mpich_init(const nm_call *c, MPI_Info info, MPI_Request *request)
+{
+    switch (c->kind) {
+    case K_IALLREDUCE:
+        return PMPI_Allreduce_init(c->sendbuf, c->recvbuf, c->count, c->type, c->op, c->comm, info, request);
+    case K_IREDUCE:
+        return PMPI_Reduce_init(c->sendbuf, c->recvbuf, c->count, c->type, c->op, c->root, c->comm, info, request);
+    case K_IREDUCE_SCATTER_BLOCK:
+        return PMPI_Reduce_scatter_block_init(c->sendbuf, c->recvbuf, c->count, c->type, c->op, c->comm, info,
+                                              request);
+    case K_IBCAST: return PMPI_Bcast_init(c->recvbuf, c->count, c->type, c->root, c->comm, info, request);
+    case K_IBARRIER: return PMPI_Barrier_init(c->comm, info, request);
+    case K_IALLGATHER:
+        return PMPI_Allgather_init(c->sendbuf, c->count, c->type, c->recvbuf, c->recvcount, c->recvtype, c->comm,
+                                   info, request);
+    default: return MPI_ERR_INTERN;
+    }
+}
+
+static int make(const nm_call *call, MPI_Info info, MPI_Request *request)
+{
+    int why = nm_route(call), rc;
+    if (why >= 0) {
+        nm_passed(K_PERSISTENT, why);
+        return mpich_init(call, info, request);
+    }
+    if ((rc = nm_refused(call, request)) != MPI_SUCCESS) return nm_error(call->comm, rc);
+    pers *x = calloc(1, sizeof *x);
+    nm_req *prep = nm_req_new(call->comm);
+    if (!x || !prep) {
         free(x);
-        return nm_error(tmpl->comm, rc);
+        if (prep) nm_req_discard(prep);
+        return nm_error(call->comm, MPI_ERR_NO_MEM);
+    }
+    pthread_once(&info_once, make_info);
+    nm_call c = *call;
+    x->call = *call;
+    x->prep = prep;
+    x->running = MPI_REQUEST_NULL;
+    x->nbc = NBC_REQUEST_NULL;
+    rc = nm_prepare(prep, &c);
+    if (rc == MPI_SUCCESS) rc = nm_nbc_init(&c, any_order, &x->nbc);
+    if (rc == MPI_SUCCESS) rc = PMPI_Recv_init(NULL, 0, MPI_BYTE, MPI_PROC_NULL, 0, MPI_COMM_SELF, &x->handle);
+    if (rc != MPI_SUCCESS) {
+        if (x->nbc != NBC_REQUEST_NULL) nbc_request_free(&x->nbc);
+        nm_req_discard(prep);
+        free(x);
+        return nm_error(call->comm, rc);
     }
     pthread_mutex_lock(&lock);
     x->next = table[bucket(x->handle)];
@@ -72,107 +117,70 @@ static int make(pers *tmpl, MPI_Request *request)
     return MPI_SUCCESS;
 }
 
-/* What nbc would not run goes to MPICH's own persistent call, decided as collectives.c does. */
-static int inter(MPI_Comm comm)
-{
-    int is = 0;
-    return comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &is) != MPI_SUCCESS || is;
-}
-
 int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                        MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (inter(comm)) {
-        nm_passed(K_PERSISTENT, R_INTERCOMM);
-        return PMPI_Allreduce_init(sendbuf, recvbuf, count, datatype, op, comm, info, request);
-    }
-    pers t = {.kind = K_IALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count, .type = datatype,
-              .op = op, .comm = comm};
-    return make(&t, request);
+    nm_call c = {.kind = K_IALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count, .type = datatype,
+                 .op = op, .comm = comm};
+    return make(&c, info, request);
 }
 
 int MPI_Reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
                     MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (inter(comm)) {
-        nm_passed(K_PERSISTENT, R_INTERCOMM);
-        return PMPI_Reduce_init(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
-    }
-    pers t = {.kind = K_IREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count, .type = datatype,
-              .op = op, .root = root, .comm = comm};
-    return make(&t, request);
+    nm_call c = {.kind = K_IREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count, .type = datatype,
+                 .op = op, .root = root, .comm = comm};
+    return make(&c, info, request);
 }
 
 int MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info,
                    MPI_Request *request)
 {
-    if (inter(comm)) {
-        nm_passed(K_PERSISTENT, R_INTERCOMM);
-        return PMPI_Bcast_init(buffer, count, datatype, root, comm, info, request);
-    }
-    pers t = {.kind = K_IBCAST, .recvbuf = buffer, .count = count, .type = datatype, .root = root, .comm = comm};
-    return make(&t, request);
+    nm_call c = {.kind = K_IBCAST, .recvbuf = buffer, .count = count, .type = datatype, .root = root, .comm = comm};
+    return make(&c, info, request);
 }
 
 int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (inter(comm)) {
-        nm_passed(K_PERSISTENT, R_INTERCOMM);
-        return PMPI_Barrier_init(comm, info, request);
-    }
-    pers t = {.kind = K_IBARRIER, .comm = comm};
-    return make(&t, request);
+    nm_call c = {.kind = K_IBARRIER, .comm = comm};
+    return make(&c, info, request);
 }
 
 int MPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
                                   MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (inter(comm)) {
-        nm_passed(K_PERSISTENT, R_INTERCOMM);
-        return PMPI_Reduce_scatter_block_init(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
-    }
-    pers t = {.kind = K_IREDUCE_SCATTER_BLOCK, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = recvcount,
-              .type = datatype, .op = op, .comm = comm};
-    return make(&t, request);
+    nm_call c = {.kind = K_IREDUCE_SCATTER_BLOCK, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = recvcount,
+                 .type = datatype, .op = op, .comm = comm};
+    return make(&c, info, request);
 }
 
 int MPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                        MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    if (inter(comm)) {
-        nm_passed(K_PERSISTENT, R_INTERCOMM);
-        return PMPI_Allgather_init(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
-    }
-    pers t = {.kind = K_IALLGATHER, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = sendcount, .type = sendtype,
-              .recvcount = recvcount, .recvtype = recvtype, .comm = comm};
-    return make(&t, request);
+    nm_call c = {.kind = K_IALLGATHER, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = sendcount, .type = sendtype,
+                 .recvcount = recvcount, .recvtype = recvtype, .comm = comm};
+    return make(&c, info, request);
 }
 
 static int start(pers *x)
 {
-    if (x->running != MPI_REQUEST_NULL) return nm_error(x->comm, MPI_ERR_REQUEST); /* already active */
-    int rc = MPI_ERR_INTERN;
-    switch (x->kind) {
-    case K_IALLREDUCE:
-        rc = MPI_Iallreduce(x->sendbuf, x->recvbuf, x->count, x->type, x->op, x->comm, &x->running);
-        break;
-    case K_IREDUCE:
-        rc = MPI_Ireduce(x->sendbuf, x->recvbuf, x->count, x->type, x->op, x->root, x->comm, &x->running);
-        break;
-    case K_IBCAST: rc = MPI_Ibcast(x->recvbuf, x->count, x->type, x->root, x->comm, &x->running); break;
-    case K_IBARRIER: rc = MPI_Ibarrier(x->comm, &x->running); break;
-    case K_IREDUCE_SCATTER_BLOCK:
-        rc = MPI_Ireduce_scatter_block(x->sendbuf, x->recvbuf, x->count, x->type, x->op, x->comm, &x->running);
-        break;
-    case K_IALLGATHER:
-        rc = MPI_Iallgather(x->sendbuf, x->count, x->type, x->recvbuf, x->recvcount, x->recvtype, x->comm,
-                            &x->running);
-        break;
-    default: break;
+    if (x->running != MPI_REQUEST_NULL) return nm_error(x->call.comm, MPI_ERR_REQUEST); /* already active */
+    nm_req *r = nm_req_new(x->call.comm);
+    if (!r) return nm_error(x->call.comm, MPI_ERR_NO_MEM);
+    nm_repack(x->prep);
+    r->nbc = x->nbc;
+    r->prep = x->prep;
+    int rc = nbc_start(&r->nbc);
+    if (rc != MPI_SUCCESS) {
+        r->nbc = NBC_REQUEST_NULL;
+        nm_req_discard(r);
+        return nm_error(x->call.comm, rc);
     }
-    if (rc == MPI_SUCCESS) __atomic_fetch_add(&running, 1, __ATOMIC_RELAXED);
-    else x->running = MPI_REQUEST_NULL;
-    return rc;
+    if ((rc = nm_req_publish(r, &x->running)) != MPI_SUCCESS) return nm_error(x->call.comm, rc);
+    x->current = r;
+    nm_ran(x->call.kind);
+    __atomic_fetch_add(&running, 1, __ATOMIC_RELAXED);
+    return MPI_SUCCESS;
 }
 
 int MPI_Start(MPI_Request *request)
@@ -273,9 +281,14 @@ int MPI_Request_free(MPI_Request *request)
     *p = x->next;
     npers--;
     pthread_mutex_unlock(&lock);
-    if (x->running != MPI_REQUEST_NULL) {
+    if (x->running != MPI_REQUEST_NULL) { /* its layout and nbc's request go when it ends */
+        if (!x->current->done) x->current->free_prep = 1;
+        else nbc_request_free(&x->nbc), nm_req_discard(x->prep);
         PMPI_Request_free(&x->running);
         __atomic_fetch_sub(&running, 1, __ATOMIC_RELAXED);
+    } else {
+        nbc_request_free(&x->nbc);
+        nm_req_discard(x->prep);
     }
     free(x);
     return PMPI_Request_free(request);
