@@ -13,7 +13,7 @@ PACKAGES := $(MPI_PACKAGES_$(MPI)) flex bison libxxhash-dev
 # pkg-config and cmake build a program against an installed nbc; the Python suite needs Python's
 # modules and Open MPI (the MPI Debian's mpi4py and torch run on).
 TEST_PACKAGES := libxml2-utils clang pkg-config cmake python3-mpi4py python3-numpy python3-torch \
-                 python3-torchvision openmpi-bin libopenmpi-dev
+                 python3-torchvision openmpi-bin libopenmpi-dev python3-dev
 # NO_DEPS=1 skips installing packages: every step then assumes they are there.
 DEPS = $(if $(filter 1,$(NO_DEPS)),,$(BUILD)/.$(1))
 PREFIX   ?= /usr/local
@@ -74,7 +74,7 @@ INTERPOSE_TESTS := interpose_coll interpose_overlap interpose_hang interpose_typ
 ANALYSIS := $(BUILD)/lib/libnbc-analysis.a
 
 .PHONY: all demo test install uninstall clean deps docs
-all: $(STATIC) $(SHARED) $(NBCC) $(EXAMPLES:%=$(BINDIR)/%) $(TESTS:%=$(BUILD)/tests/%) \
+all: $(STATIC) $(SHARED) $(NBCC) $(EXAMPLES:%=$(BINDIR)/%) $(TESTS:%=$(BUILD)/tests/%) $(PYFAST) \
      $(if $(filter mpich,$(MPI)),$(INTERPOSE) $(INTERPOSE_TESTS:%=$(BUILD)/tests/%))
 
 # Missing Debian packages are installed once per build directory.
@@ -125,6 +125,19 @@ $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 $(EXPORTS): runtime/nbc.h tools/exports.sh
 	@mkdir -p $(dir $@)
 	sh tools/exports.sh runtime/nbc.h > $@
+
+# The Python package's compiled calls (nbc._fast, docs/python.md): built with the system's cc for
+# the python3 that has mpi4py, into $(BUILD)/python/nbc/, where the package finds it from the
+# checkout; no MPI is linked, so either build serves. Skipped with a note when that python3 or
+# Python.h (python3-dev, a test package) is missing: the package then runs on ctypes alone.
+PYFAST := $(BUILD)/python/.fast
+$(PYFAST): python/nbc/_fast.c python/build-fast.sh
+	@mkdir -p $(dir $@)
+	@rm -f $(BUILD)/python/nbc/_fast*.so
+	@sh python/build-fast.sh $(BUILD)/python "$(WARN) $(CFLAGS)" && if ls $(BUILD)/python/nbc/_fast*.so > /dev/null 2>&1; then touch $@; fi
+
+.PHONY: python
+python: $(PYFAST)
 
 $(INTERNAL): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -342,6 +355,7 @@ install: all
 	    $(SUBST) interpose/nbcmpi.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/nbcmpi.pc)
 	install -d $(DESTDIR)$(PYTHONDIR)/nbc
 	install -m 644 python/nbc/*.py $(DESTDIR)$(PYTHONDIR)/nbc/
+	for f in $(BUILD)/python/nbc/_fast*.so; do [ ! -f "$$f" ] || install -m 755 "$$f" $(DESTDIR)$(PYTHONDIR)/nbc/; done
 	printf '# written by make install: where libnbc.so.0 is, and the MPI it is built against\nLIBDIR = "%s"\nMPI = "%s"\n' \
 	    '$(PREFIX)/lib' '$(MPI)' > $(DESTDIR)$(PYTHONDIR)/nbc/_installed.py
 
