@@ -270,9 +270,17 @@ bench-training: $(BUILD)/bench/training $(BUILD)/.bench-deps
 # PyTorch at p = 2 (bench/torch.sh, docs/python.md): ResNet-18's iteration time with no
 # communication, DDP with Gloo, DDP with nbc's hook and nbc's Total Reduce synchronizer, on nbc
 # built against Open MPI (the MPI Debian's mpi4py and torch run on).
-.PHONY: bench-torch
+.PHONY: bench-torch bench-python
+# The cost of one call from Python (bench/python_calls.py, docs/python.md): an 8-byte allreduce
+# through mpi4py, nbc._fast and ctypes, taking turns in one run, at p = 1 (the call alone) and
+# p = P (default 2).
+bench-python: $(call DEPS,test-deps)
+	@$(MAKE) --no-print-directory MPI=openmpi build/openmpi/lib/libnbc.so build/openmpi/python/.fast
+	@py=$$(for c in $$(which -a python3); do $$c -c 'import mpi4py, numpy' 2>/dev/null && { echo $$c; break; }; done); \
+	for n in 1 $(P); do OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1 \
+	    mpiexec.openmpi --oversubscribe -n $$n $$py bench/python_calls.py || exit 1; done
 bench-torch: $(call DEPS,test-deps) $(call DEPS,bench-deps)
-	@$(MAKE) --no-print-directory MPI=openmpi build/openmpi/lib/libnbc.so
+	@$(MAKE) --no-print-directory MPI=openmpi build/openmpi/lib/libnbc.so build/openmpi/python/.fast
 	sh bench/torch.sh bench/results
 
 $(BUILD)/.bench-deps: tools/install-deps.sh Makefile

@@ -9,6 +9,7 @@ import importlib.machinery
 import importlib.util
 import os
 import sys
+import threading
 
 import numpy as np
 from mpi4py import MPI
@@ -200,11 +201,19 @@ def _op(op):
 _orphans = []  # requests dropped while active: kept (buffers and all) until they complete
 
 
+_reaping = threading.Lock()  # one thread at a time: two testing one request would both free it
+
+
 def _reap():
-    for r in list(_orphans):
-        if r.test():
-            _orphans.remove(r)
-            r.free()
+    if not _orphans or not _reaping.acquire(blocking=False):
+        return
+    try:
+        for r in list(_orphans):
+            if r.test():
+                _orphans.remove(r)
+                r.free()
+    finally:
+        _reaping.release()
 
 
 class Request:
