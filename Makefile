@@ -273,11 +273,11 @@ bench-training: $(BUILD)/bench/training $(BUILD)/.bench-deps
 .PHONY: bench-torch bench-python
 # The cost of one call from Python (bench/python_calls.py, docs/python.md): an 8-byte allreduce
 # through mpi4py, nbc._fast and ctypes, taking turns in one run, at p = 1 (the call alone) and
-# p = P (default 2).
+# p = P (default 2), with Open MPI's default busy polling (yielding adds the scheduler's delays).
 bench-python: $(call DEPS,test-deps)
 	@$(MAKE) --no-print-directory MPI=openmpi build/openmpi/lib/libnbc.so build/openmpi/python/.fast
 	@py=$$(for c in $$(which -a python3); do $$c -c 'import mpi4py, numpy' 2>/dev/null && { echo $$c; break; }; done); \
-	for n in 1 $(P); do OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=1 \
+	for n in 1 $(P); do OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=0 \
 	    mpiexec.openmpi --oversubscribe -n $$n $$py bench/python_calls.py || exit 1; done
 bench-torch: $(call DEPS,test-deps) $(call DEPS,bench-deps)
 	@$(MAKE) --no-print-directory MPI=openmpi build/openmpi/lib/libnbc.so build/openmpi/python/.fast

@@ -1,7 +1,8 @@
 """The cost of a call from Python, side by side in one run: an allreduce of one double (8 bytes)
 through mpi4py's comm.Allreduce, through nbc's compiled calls (nbc._fast: the blocking
 nbc.allreduce, nbc.iallreduce + wait(), a persistent request's start() + wait()) and through the
-ctypes path (the same calls with nbc.use_fast(False)).
+ctypes path (the same calls with nbc.use_fast(False)); with torch, nbc.allreduce on one-element
+CPU tensors too.
 
 The rows take turns: each round runs one batch of N calls of every row, in an order that rotates
 from round to round, so that load from other work on the machine falls on all of them alike.
@@ -54,6 +55,16 @@ for fast in ([True] if has_fast else []) + [False]:
              ("%s start+wait" % tag, fast, run)]
 
 
+try:  # the same on one-element CPU tensors, where torch is installed
+    import torch
+    tx, ty = torch.ones(1, dtype=torch.float64), torch.zeros(1, dtype=torch.float64)
+    for fast in ([True] if has_fast else []) + [False]:
+        rows.append(("%s allreduce, tensor" % ("nbc._fast" if fast else "nbc ctypes"), fast,
+                     lambda: nbc.allreduce(tx, ty)))
+except ImportError:
+    pass
+
+
 def batch(fast, fn):
     if fast is not None:
         nbc.use_fast(fast)
@@ -83,8 +94,8 @@ if comm.Get_rank() == 0:
     print("p = %d, one double, %d rounds of %d calls; load average %s; nbc._fast %s"
           % (comm.Get_size(), rounds, n, " ".join("%.1f" % v for v in os.getloadavg()),
              "found" if has_fast else "NOT found"))
-    print("%-30s %9s %19s %14s" % ("call", "median us", "quartiles", "x mpi4py"))
+    print("%-32s %9s %19s %10s" % ("call", "median us", "quartiles", "x mpi4py"))
     for (name, _, _), t in zip(rows, times):
         q1, med, q3 = np.percentile(t, [25, 50, 75])
         ratio = np.median(np.array(t) / np.array(base))
-        print("%-30s %9.3f %8.3f..%-8.3f %10.2f" % (name, med, q1, q3, ratio))
+        print("%-32s %9.3f %8.3f..%-8.3f %10.2f" % (name, med, q1, q3, ratio))
