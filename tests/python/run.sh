@@ -42,7 +42,9 @@ mods="test_bindings test_fast"
 unset NBC_LIBRARY NBC_FAST NBC_EXPECT_FAST
 # nbc._fast, when make built it for this python3, must be the path the calls take
 suffix=$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
-[ -f "${lib%/lib/libnbc.so}/python/nbc/_fast$suffix" ] && export NBC_EXPECT_FAST=1
+for b in build/openmpi build; do
+    [ -f "$b/python/nbc/_fast$suffix" ] && export NBC_EXPECT_FAST=1
+done
 timeout 600 $launcher -n "$p" "$py" tests/python/run.py $mods
 rc=$?
 # and the ctypes path alone, as where nothing is compiled (its lines end in "(p=P)" too)
