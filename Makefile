@@ -13,7 +13,7 @@ PACKAGES := $(MPI_PACKAGES_$(MPI)) flex bison libxxhash-dev
 # pkg-config and cmake build a program against an installed nbc; the Python suite needs Python's
 # modules and Open MPI (the MPI Debian's mpi4py and torch run on).
 TEST_PACKAGES := libxml2-utils clang pkg-config cmake python3-mpi4py python3-numpy python3-torch \
-                 python3-torchvision openmpi-bin libopenmpi-dev
+                 python3-torchvision openmpi-bin libopenmpi-dev python3-dev
 # NO_DEPS=1 skips installing packages: every step then assumes they are there.
 DEPS = $(if $(filter 1,$(NO_DEPS)),,$(BUILD)/.$(1))
 PREFIX   ?= /usr/local
@@ -74,7 +74,7 @@ INTERPOSE_TESTS := interpose_coll interpose_overlap interpose_hang interpose_typ
 ANALYSIS := $(BUILD)/lib/libnbc-analysis.a
 
 .PHONY: all demo test install uninstall clean deps docs
-all: $(STATIC) $(SHARED) $(NBCC) $(EXAMPLES:%=$(BINDIR)/%) $(TESTS:%=$(BUILD)/tests/%) \
+all: $(STATIC) $(SHARED) $(NBCC) $(EXAMPLES:%=$(BINDIR)/%) $(TESTS:%=$(BUILD)/tests/%) $(PYFAST) \
      $(if $(filter mpich,$(MPI)),$(INTERPOSE) $(INTERPOSE_TESTS:%=$(BUILD)/tests/%))
 
 # Missing Debian packages are installed once per build directory.
@@ -125,6 +125,21 @@ $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 $(EXPORTS): runtime/nbc.h tools/exports.sh
 	@mkdir -p $(dir $@)
 	sh tools/exports.sh runtime/nbc.h > $@
+
+# The Python package's compiled calls (nbc._fast, docs/python.md): built with the system's cc for
+# the python3 that has mpi4py, into $(BUILD)/python/nbc/, where the package finds it from the
+# checkout; no MPI is linked, so either build serves. Skipped with a note when that python3 or
+# Python.h (python3-dev, a test package) is missing: the package then runs on ctypes alone.
+PYFAST := $(BUILD)/python/.fast
+# its own flags: a sanitizer's (make test's builds) would make a module no python3 can load
+PYFAST_CFLAGS ?= -O2 -g
+$(PYFAST): python/nbc/_fast.c python/build-fast.sh
+	@mkdir -p $(dir $@)
+	@rm -f $(BUILD)/python/nbc/_fast*.so
+	@sh python/build-fast.sh $(BUILD)/python "$(WARN) $(PYFAST_CFLAGS)" && if ls $(BUILD)/python/nbc/_fast*.so > /dev/null 2>&1; then touch $@; fi
+
+.PHONY: python
+python: $(PYFAST)
 
 $(INTERNAL): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -218,7 +233,7 @@ test: all $(call DEPS,test-deps)
 	    $(if $(filter mpich,$(MPI)),$(TSAN)/lib/libnbcmpi.so $(TSAN)/tests/interpose_hang) > $(TSAN).log 2>&1 \
 	    || { tail -n 30 $(TSAN).log; exit 1; }
 	@$(MAKE) --no-print-directory fuzz > $(FUZZ).log 2>&1 || { tail -n 30 $(FUZZ).log; exit 1; }
-	@[ "$(MPI)" = openmpi ] || $(MAKE) --no-print-directory MPI=openmpi build/openmpi/lib/libnbc.so > $(BUILD)/python-lib.log 2>&1 \
+	@[ "$(MPI)" = openmpi ] || $(MAKE) --no-print-directory MPI=openmpi build/openmpi/lib/libnbc.so build/openmpi/python/.fast > $(BUILD)/python-lib.log 2>&1 \
 	    || echo "building nbc against Open MPI for the Python suite failed ($(BUILD)/python-lib.log): it will be skipped"
 	@BUILD=$(BUILD) BINDIR=$(BINDIR) SANITIZE_BUILD=$(SANITIZE) TSAN_BUILD=$(TSAN) FUZZ_BUILD=$(FUZZ) sh tests/run.sh
 
@@ -257,9 +272,17 @@ bench-training: $(BUILD)/bench/training $(BUILD)/.bench-deps
 # PyTorch at p = 2 (bench/torch.sh, docs/python.md): ResNet-18's iteration time with no
 # communication, DDP with Gloo, DDP with nbc's hook and nbc's Total Reduce synchronizer, on nbc
 # built against Open MPI (the MPI Debian's mpi4py and torch run on).
-.PHONY: bench-torch
+.PHONY: bench-torch bench-python
+# The cost of one call from Python (bench/python_calls.py, docs/python.md): an 8-byte allreduce
+# through mpi4py, nbc._fast and ctypes, taking turns in one run, at p = 1 (the call alone) and
+# p = P (default 2), with Open MPI's default busy polling (yielding adds the scheduler's delays).
+bench-python: $(call DEPS,test-deps)
+	@$(MAKE) --no-print-directory MPI=openmpi build/openmpi/lib/libnbc.so build/openmpi/python/.fast
+	@py=$$(for c in $$(which -a python3); do $$c -c 'import mpi4py, numpy' 2>/dev/null && { echo $$c; break; }; done); \
+	for n in 1 $(P); do OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_mpi_yield_when_idle=0 \
+	    mpiexec.openmpi --oversubscribe -n $$n $$py bench/python_calls.py || exit 1; done
 bench-torch: $(call DEPS,test-deps) $(call DEPS,bench-deps)
-	@$(MAKE) --no-print-directory MPI=openmpi build/openmpi/lib/libnbc.so
+	@$(MAKE) --no-print-directory MPI=openmpi build/openmpi/lib/libnbc.so build/openmpi/python/.fast
 	sh bench/torch.sh bench/results
 
 $(BUILD)/.bench-deps: tools/install-deps.sh Makefile
@@ -342,6 +365,7 @@ install: all
 	    $(SUBST) interpose/nbcmpi.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/nbcmpi.pc)
 	install -d $(DESTDIR)$(PYTHONDIR)/nbc
 	install -m 644 python/nbc/*.py $(DESTDIR)$(PYTHONDIR)/nbc/
+	for f in $(BUILD)/python/nbc/_fast*.so; do [ ! -f "$$f" ] || install -m 755 "$$f" $(DESTDIR)$(PYTHONDIR)/nbc/; done
 	printf '# written by make install: where libnbc.so.0 is, and the MPI it is built against\nLIBDIR = "%s"\nMPI = "%s"\n' \
 	    '$(PREFIX)/lib' '$(MPI)' > $(DESTDIR)$(PYTHONDIR)/nbc/_installed.py
 

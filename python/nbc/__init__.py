@@ -19,7 +19,7 @@ from ._core import (  # noqa: F401
     allreduce_init, reduce_init, bcast_init, barrier_init, reduce_scatter_block_init,
     allgather_init, allreduce_multi_init,
     startall, waitall, testall, progress, progress_thread, init, finalize,
-    load_schedules, set_schedule, load_tuning, set_selection, cache_stats, version,
+    load_schedules, set_schedule, load_tuning, set_selection, cache_stats, version, fast, use_fast,
 )
 
 __all__ = [n for n in dir() if not n.startswith("_")]

@@ -5,7 +5,11 @@ reference to every buffer it uses until it completes (a persistent one, until it
 so an array cannot be collected under a collective in flight.
 """
 import ctypes
+import importlib.machinery
+import importlib.util
+import os
 import sys
+import threading
 
 import numpy as np
 from mpi4py import MPI
@@ -126,6 +130,8 @@ def _torch_types():
                        (torch.int16, np.int16), (torch.int32, np.int32), (torch.int64, np.int64),
                        (torch.uint8, np.uint8), (torch.bool, np.bool_)):
             _TORCH_TYPES[tt] = _NP_TYPES[np.dtype(nt)]
+        if _fast is not None:  # tensors take the compiled path from now on
+            _fast.set_torch(torch.Tensor, {tt: _FAST_TYPES.index(mt) for tt, mt in _TORCH_TYPES.items()})
     return _TORCH_TYPES
 
 
@@ -195,11 +201,19 @@ def _op(op):
 _orphans = []  # requests dropped while active: kept (buffers and all) until they complete
 
 
+_reaping = threading.Lock()  # one thread at a time: two testing one request would both free it
+
+
 def _reap():
-    for r in list(_orphans):
-        if r.test():
-            _orphans.remove(r)
-            r.free()
+    if not _orphans or not _reaping.acquire(blocking=False):
+        return
+    try:
+        for r in list(_orphans):
+            if r.test():
+                _orphans.remove(r)
+                r.free()
+    finally:
+        _reaping.release()
 
 
 class Request:
@@ -284,8 +298,20 @@ class Request:
         self.free()
 
 
+def _nbytes(keep):
+    n = 0
+    for o in keep:
+        if isinstance(o, list):
+            n += _nbytes(o)
+        elif hasattr(o, "nbytes") and not isinstance(o, ctypes.Array):
+            n += int(o.nbytes)
+    return n
+
+
 def _new(rc, handle, keep, persistent=False, name=None):
     _check(rc)
+    if _wrap_fast:  # a request of the compiled path, whoever made it
+        return _fast.wrap(handle.value or 0, keep, persistent, name, _nbytes(keep))
     return Request(handle, keep, persistent, name)
 
 
@@ -649,3 +675,110 @@ def cache_stats():
 def version():
     """The version of the libnbc.so loaded."""
     return lib.nbc_version().decode()
+
+
+# ---- the compiled path: nbc._fast ----
+#
+# python/nbc/_fast.c, which `make` builds (docs/python.md), does the common calls (iallreduce,
+# allreduce, ibcast, bcast, ibarrier, barrier on contiguous arrays and CPU tensors) and every
+# request's test, wait, start and free with no Python in between; whatever it does not handle
+# itself comes back to the functions above. It links neither nbc nor an MPI: it gets nbc's
+# functions from the library loaded above. NBC_FAST=0 keeps to ctypes.
+
+_CTYPES = {n: globals()[n] for n in ("iallreduce", "allreduce", "ibcast", "bcast", "ibarrier", "barrier",
+                                     "startall", "waitall", "Request")}
+_FAST_TYPES = [MPI.FLOAT, MPI.DOUBLE, MPI.INT8_T, MPI.INT16_T, MPI.INT32_T, MPI.INT64_T, MPI.UINT8_T,
+               MPI.UINT16_T, MPI.UINT32_T, MPI.UINT64_T, MPI.C_BOOL]  # _fast.c's order
+_wrap_fast = False
+
+
+def _find_fast():
+    """nbc._fast: next to this file (installed), else in the build tree of the checkout (the
+    build for mpi4py's MPI first; the module itself is the same for both). None when absent,
+    disabled (NBC_FAST=0) or not loadable by this Python."""
+    if os.environ.get("NBC_FAST", "1") == "0":
+        return None
+    try:
+        from . import _fast as mod
+        return mod
+    except ImportError:
+        pass
+    root = _lib._source_root()
+    if root is None:
+        return None
+    for f in [FLAVOR] + [x for x in _lib.FLAVORS if x != FLAVOR]:
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = os.path.join(root, _lib.FLAVORS[f]["build"], "python", "nbc", "_fast" + suffix)
+            if not os.path.isfile(path):
+                continue
+            try:
+                spec = importlib.util.spec_from_file_location(__package__ + "._fast", path)
+                mod = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(mod)
+            except ImportError:
+                continue
+            sys.modules[spec.name] = mod
+            return mod
+    return None
+
+
+def _request_error(message):
+    raise Error(MPI.ERR_REQUEST, message)
+
+
+def _on_drop(handle, keep, persistent, active, name, nbytes):
+    """A compiled request collected while active (kept until progress() sees it complete, as
+    with ctypes), or persistent and never freed (freed)."""
+    if MPI.Is_finalized() or sys.is_finalizing():
+        return
+    if active:
+        _orphans.append(_fast.wrap(handle, keep, persistent, name, nbytes, True))
+    elif persistent:
+        _request_free(ctypes.byref(_REQ(handle)))
+
+
+def _addr(fn):
+    return ctypes.cast(fn, ctypes.c_void_p).value
+
+
+_fast = _find_fast()
+_FAST_SETUP = {}
+if _fast is not None:
+    _FAST_SETUP = {
+        **{n: _addr(getattr(lib, n)) for n in ("nbc_iallreduce", "nbc_ibcast", "nbc_ibarrier", "nbc_wait",
+                                               "nbc_start", "nbc_request_free", "nbc_test", "nbc_startall",
+                                               "nbc_waitall", "nbc_set_priority")},
+        "int_handles": _HANDLE is ctypes.c_int, "types": tuple(_h(t) for t in _FAST_TYPES),
+        "in_place": _IN_PLACE_ADDR, "MPI": MPI, "ndarray": np.ndarray, "check": _check,
+        "error": _request_error, "on_drop": _on_drop,
+        "slow": tuple(_CTYPES[n] for n in ("iallreduce", "allreduce", "ibcast", "bcast", "ibarrier", "barrier")),
+    }
+    _fast.setup(_FAST_SETUP)
+    if _TORCH_TYPES:
+        _TORCH_TYPES.clear()
+        _torch_types()
+
+
+def fast():
+    """True when calls go through the compiled module nbc._fast (see use_fast)."""
+    return _wrap_fast
+
+
+def use_fast(on=True):
+    """Routes the calls through nbc._fast (on, the default when it was found) or through ctypes
+    alone (off); returns whether the compiled path is in use. For tests and benchmarks: a request
+    must be completed by the path that made it."""
+    global _wrap_fast
+    on = bool(on) and _fast is not None
+    _wrap_fast = on
+    names = {n: getattr(_fast, n) for n in _CTYPES} if on else dict(_CTYPES)
+    globals().update(names)
+    pkg = sys.modules.get(__package__)
+    if pkg is not None:
+        for n, v in names.items():
+            if hasattr(pkg, n):
+                setattr(pkg, n, v)
+    return on
+
+
+use_fast(True)
