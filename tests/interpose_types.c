@@ -1,8 +1,9 @@
 /* Reductions on every (datatype, op) pair, through the preload and on MPICH alone: what MPICH
  * accepts gives MPICH's answer, what it refuses fails with its error class. The expected result
  * is a serial fold of every rank's input in rank order with MPI_Reduce_local (MPICH's own
- * arithmetic, never interposed); inputs are bytes 0 .. 3, so floating values are small
- * subnormals whose sums are exact in any order, and no input is a NaN. Padding (the pair types)
+ * arithmetic, never interposed); inputs are bytes 0 .. 3 at every fourth byte and 0 between,
+ * so floating values (float, double, their complex and pair forms) are subnormals whose sums
+ * are exact in any order, and no input is a NaN. Padding (the pair types)
  * is left out of the comparison by packing. Also a non-commutative user op (2x2 integer
  * matrices) on allreduce, reduce and reduce_scatter_block, blocking and not.
  * Prints "ok NAME" or "FAIL NAME: why"; a plain MPI program, built without nbc. */
@@ -44,7 +45,7 @@ static const struct {
 
 static void fill(unsigned char *b, size_t n, int r, int salt)
 {
-    for (size_t i = 0; i < n; i++) b[i] = (unsigned char)((r * 7 + i * 3 + salt) % 4);
+    for (size_t i = 0; i < n; i++) b[i] = i % 4 ? 0 : (unsigned char)((r * 7 + i * 3 + salt) % 4);
 }
 
 /* MPICH's verdict on a pair: its own error class for a count of 0 */
