@@ -156,3 +156,43 @@ if ! nm -u "$lib" | grep -q __asan_; then
         echo "FAIL a program linked with -lnbcmpi runs its MPI_Iallreduce on nbc: $(cat "$tmp/err" "$tmp/verbose" | head -n 3 | tr '\n' ' ')"
     fi
 fi
+
+# an unmodified mpi4py program (tests/interpose_mpi4py.py): comm.Iallreduce and comm.Allreduce
+# on NumPy arrays, results exact, every call on nbc (NBC_MPI_BLOCKING=1: the blocking one too),
+# as NBC_MPI_VERBOSE=1 counts them; where mpi4py runs on this MPI (Debian's: Open MPI), not
+# for a sanitized library (python is not built with the sanitizer)
+py=""
+for c in ${PYTHON:-} $(which -a python3 2>/dev/null); do
+    if "$c" -c 'import numpy, mpi4py' 2>/dev/null; then
+        py=$c
+        break
+    fi
+done
+if [ -z "$py" ]; then
+    echo "skip mpi4py: no python3 with numpy and mpi4py (install python3-numpy python3-mpi4py)"
+elif nm -u "$lib" | grep -q __asan_; then
+    echo "skip mpi4py: a sanitized library is not preloaded into python"
+else
+    version=$("$py" -c 'import mpi4py; mpi4py.rc.initialize = False
+from mpi4py import MPI; print(MPI.Get_library_version().splitlines()[0])')
+    case "$version:$MPI" in
+    "Open MPI"*:openmpi | *MPICH*:mpich)
+        for p in 2 3; do
+            timeout 300 $MPIEXEC -n "$p" env LD_PRELOAD="$lib" NBC_MPI_VERBOSE=1 NBC_MPI_BLOCKING=1 \
+                "$py" tests/interpose_mpi4py.py > "$tmp/out" 2> "$tmp/verbose"
+            rc=$?
+            grep '^FAIL' "$tmp/out"
+            calls=$(sed -n 's/^calls: //p' "$tmp/out")
+            ni=$(echo "$calls" | awk '{ print $2 }') nb=$(echo "$calls" | awk '{ print $4 }')
+            if [ "$rc" -eq 0 ] && grep -q '^ok comm.Allreduce and comm.Iallreduce' "$tmp/out" && [ -n "$ni" ] &&
+                grep -q "^nbcmpi: rank 0: MPI_Iallreduce: $ni on nbc, 0 passed to MPI$" "$tmp/verbose" &&
+                grep -q "^nbcmpi: rank 0: MPI_Allreduce: $nb on nbc, 0 passed to MPI$" "$tmp/verbose"; then
+                echo "ok an unmodified mpi4py program runs its $ni comm.Iallreduce and $nb comm.Allreduce on nbc, results exact (p=$p)"
+            else
+                echo "FAIL an unmodified mpi4py program runs its comm.Iallreduce and comm.Allreduce on nbc (p=$p): status $rc, calls '$calls', $(grep '^nbcmpi' "$tmp/verbose" | tr '\n' ' ') $(grep -v '^nbcmpi' "$tmp/verbose" | tail -n 2 | tr '\n' ' ')"
+            fi
+        done
+        ;;
+    *) echo "skip mpi4py: mpi4py runs on $version, this library on $MPI" ;;
+    esac
+fi
