@@ -145,7 +145,7 @@ static int query_fn(void *state, MPI_Status *status)
     nm_req *r = state;
     status->MPI_SOURCE = MPI_ANY_SOURCE;
     status->MPI_TAG = MPI_ANY_TAG;
-#ifdef MPICH
+#ifdef MPICH_VERSION
     /* MPICH's fields for MPI_Status_set_elements(0) and MPI_Status_set_cancelled(0), without
      * two calls on every completion */
     status->count_lo = 0;
