@@ -76,6 +76,12 @@ for p in 2 3; do
 done
 if [ "$quick" != 1 ]; then
     for c in $hang_cases; do
+        if [ "$MPI" = openmpi ] && [ "$c" = errors ]; then
+            # (Open MPI 4.1.4 alone crashes with a segmentation fault on these arguments MPI
+            # calls erroneous; through the preload they are errors, as the runs above check)
+            echo "skip no hang, $alone p=3: errors (Open MPI alone crashes on them)"
+            continue
+        fi
         run "no hang, $alone p=3" 30 $MPIEXEC -n 3 "$build/tests/interpose_hang" "$c"
     done
 fi
