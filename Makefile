@@ -66,16 +66,19 @@ NBCC   := $(BINDIR)/nbcc
 # tests, the kernel benchmark). The installed libraries export only what nbc.h declares.
 INTERNAL := $(BUILD)/lib/libnbc-internal.a
 EXPORTS  := $(BUILD)/gen/exports.txt
-# The interposition library and its tests (see its rule below): MPICH only, as it hands out
-# MPICH's generalized requests with a poll function (MPIX_Grequest_class_create).
+# The interposition library and its tests (see its rule below), for either MPI: MPICH's
+# generalized requests with a poll function (MPIX_Grequest_class_create), Open MPI's standard
+# ones. Open MPI 4.1 has no MPI-4 persistent collectives: nopersistent.c stands for persistent.c.
 INTERPOSE := $(BUILD)/lib/libnbcmpi.so
-INTERPOSE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(sort $(wildcard interpose/*.c)))
+INTERPOSE_NOT_mpich   := interpose/nopersistent.c
+INTERPOSE_NOT_openmpi := interpose/persistent.c
+INTERPOSE_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out $(INTERPOSE_NOT_$(MPI)),$(sort $(wildcard interpose/*.c))))
 INTERPOSE_TESTS := interpose_coll interpose_overlap interpose_hang interpose_types
 ANALYSIS := $(BUILD)/lib/libnbc-analysis.a
 
 .PHONY: all demo test install uninstall clean deps docs
 all: $(STATIC) $(SHARED) $(NBCC) $(EXAMPLES:%=$(BINDIR)/%) $(TESTS:%=$(BUILD)/tests/%) $(PYFAST) \
-     $(if $(filter mpich,$(MPI)),$(INTERPOSE) $(INTERPOSE_TESTS:%=$(BUILD)/tests/%))
+     $(INTERPOSE) $(INTERPOSE_TESTS:%=$(BUILD)/tests/%)
 
 # Missing Debian packages are installed once per build directory.
 deps: $(call DEPS,deps)
@@ -360,9 +363,9 @@ install: all
 	$(SUBST) tools/nbc.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/nbc.pc
 	$(SUBST) tools/nbcConfig.cmake.in > $(CMAKEDIR)/nbcConfig.cmake
 	$(SUBST) tools/nbcConfigVersion.cmake.in > $(CMAKEDIR)/nbcConfigVersion.cmake
-	$(if $(filter mpich,$(MPI)),install -m 755 $(INTERPOSE) $(DESTDIR)$(PREFIX)/lib/libnbcmpi.so.0 && \
-	    ln -sf libnbcmpi.so.0 $(DESTDIR)$(PREFIX)/lib/libnbcmpi.so && \
-	    $(SUBST) interpose/nbcmpi.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/nbcmpi.pc)
+	install -m 755 $(INTERPOSE) $(DESTDIR)$(PREFIX)/lib/libnbcmpi.so.0
+	ln -sf libnbcmpi.so.0 $(DESTDIR)$(PREFIX)/lib/libnbcmpi.so
+	$(SUBST) interpose/nbcmpi.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/nbcmpi.pc
 	install -d $(DESTDIR)$(PYTHONDIR)/nbc
 	install -m 644 python/nbc/*.py $(DESTDIR)$(PYTHONDIR)/nbc/
 	for f in $(BUILD)/python/nbc/_fast*.so; do [ ! -f "$$f" ] || install -m 755 "$$f" $(DESTDIR)$(PYTHONDIR)/nbc/; done

@@ -1,4 +1,5 @@
-/* MPICH's own blocking calls, made to drive nbc. Inside MPICH's blocking collective,
+/* The MPI's own blocking calls (MPICH's or Open MPI's; "MPICH" below stands for either), made
+ * to drive nbc. Inside MPICH's blocking collective,
  * communicator constructor or receive nothing drives nbc, so a peer waiting for a collective
  * this rank started before it blocked would wait for ever, and this rank with it (a valid
  * program: rank 0 calls MPI_Iallreduce, MPI_Barrier, MPI_Wait; rank 1 MPI_Iallreduce,
@@ -14,7 +15,30 @@
  *   call needs nothing of this rank's collectives to end.
  * - Point-to-point calls have no such matching rule: their non-blocking form only while
  *   collectives run, as in progress.c. */
+#include <stdlib.h>
+
 #include "nbcmpi.h"
+
+/* Open MPI's MPI_Comm_idup starts collectives of its own on the parent as it goes: one of Open
+ * MPI's collectives is started on a communicator only once nbc's duplication of it (at nbc's
+ * first collective there) is complete, driving nbc meanwhile (runtime/comm.c). Every rank
+ * reaches that first collective before this call, and drives its duplication as it waits. */
+#ifdef MPICH_VERSION
+#define SETTLE(comm) (void)0
+#else
+static void settle(MPI_Comm comm)
+{
+    while (comm_dup_under_way(comm)) nm_idle();
+}
+#define SETTLE(comm) settle(comm)
+#endif
+
+/* A collective: the MPI's non-blocking form and nm_wait */
+#define AS_COLLECTIVE(comm, nonblocking)                                                           \
+    do {                                                                                           \
+        SETTLE(comm);                                                                              \
+        AS_NONBLOCKING(nonblocking);                                                               \
+    } while (0)
 
 #define AS_NONBLOCKING(nonblocking)                                                                \
     do {                                                                                           \
@@ -32,6 +56,7 @@
 #define AFTER_ALL_HERE(comm, call)                                                                 \
     do {                                                                                           \
         MPI_Request r_;                                                                            \
+        SETTLE(comm);                                                                              \
         int rc_ = PMPI_Ibarrier(comm, &r_);                                                        \
         if (rc_ == MPI_SUCCESS) rc_ = nm_wait(&r_, MPI_STATUS_IGNORE);                             \
         return rc_ != MPI_SUCCESS ? rc_ : call;                                                    \
@@ -43,19 +68,19 @@
 int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                    const int displs[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    AS_NONBLOCKING(PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, &r_));
+    AS_COLLECTIVE(comm, PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, &r_));
 }
 
 int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                  MPI_Datatype recvtype, MPI_Comm comm)
 {
-    AS_NONBLOCKING(PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &r_));
+    AS_COLLECTIVE(comm, PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &r_));
 }
 
 int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
                   void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    AS_NONBLOCKING(
+    AS_COLLECTIVE(comm,
         PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, &r_));
 }
 
@@ -63,94 +88,117 @@ int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls
                   void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[],
                   MPI_Comm comm)
 {
-    AS_NONBLOCKING(PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
+    AS_COLLECTIVE(comm, PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
                                    comm, &r_));
 }
 
 int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
-    AS_NONBLOCKING(PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, &r_));
+    AS_COLLECTIVE(comm, PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, &r_));
 }
 
 int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                 const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
-    AS_NONBLOCKING(PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, &r_));
+    AS_COLLECTIVE(comm, PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, &r_));
 }
 
 int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                 MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
-    AS_NONBLOCKING(PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, &r_));
+    AS_COLLECTIVE(comm, PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, &r_));
 }
 
 int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
                  void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
-    AS_NONBLOCKING(
+    AS_COLLECTIVE(comm,
         PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, &r_));
 }
 
 int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
-    AS_NONBLOCKING(PMPI_Iscan(sendbuf, recvbuf, count, datatype, op, comm, &r_));
+    AS_COLLECTIVE(comm, PMPI_Iscan(sendbuf, recvbuf, count, datatype, op, comm, &r_));
 }
 
 int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
-    AS_NONBLOCKING(PMPI_Iexscan(sendbuf, recvbuf, count, datatype, op, comm, &r_));
+    AS_COLLECTIVE(comm, PMPI_Iexscan(sendbuf, recvbuf, count, datatype, op, comm, &r_));
 }
 
 int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op,
                        MPI_Comm comm)
 {
-    AS_NONBLOCKING(PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, &r_));
+    AS_COLLECTIVE(comm, PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, &r_));
 }
 
+/* Open MPI reports aliased buffers and MPI_IN_PLACE as the receive buffer on MPI_COMM_WORLD's
+ * handler (fatal), where the calls on nbc report them on the communicator's, with MPICH's class
+ * (collectives.c): here too, whatever NBC_MPI_BLOCKING says. */
+#ifdef MPICH_VERSION
+#define REFUSE_ALIASING(sendbuf, recvbuf, uses_recv, count, comm) (void)0
+#else
+#define REFUSE_ALIASING(sendbuf, recvbuf, uses_recv, count, comm)                                  \
+    do {                                                                                           \
+        MPI_Request unused_;                                                                       \
+        int bad_ = nm_bad_args(sendbuf, recvbuf, uses_recv, count, &unused_);                      \
+        if (bad_ != MPI_SUCCESS) return nm_error(comm, bad_);                                      \
+    } while (0)
+#endif
+
 /* the collectives the library runs on nbc only with NBC_MPI_BLOCKING=1 (blocking.c) */
-int nm_blocked_barrier(MPI_Comm comm) { AS_NONBLOCKING(PMPI_Ibarrier(comm, &r_)); }
+int nm_blocked_barrier(MPI_Comm comm) { AS_COLLECTIVE(comm, PMPI_Ibarrier(comm, &r_)); }
 
 int nm_blocked_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                          MPI_Comm comm)
 {
-    AS_NONBLOCKING(PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, &r_));
+    REFUSE_ALIASING(sendbuf, recvbuf, 1, count, comm);
+    AS_COLLECTIVE(comm, PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, &r_));
 }
 
 int nm_blocked_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
                       MPI_Comm comm)
 {
-    AS_NONBLOCKING(PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, &r_));
+    AS_COLLECTIVE(comm, PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, &r_));
 }
 
 int nm_blocked_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
-    AS_NONBLOCKING(PMPI_Ibcast(buffer, count, datatype, root, comm, &r_));
+    AS_COLLECTIVE(comm, PMPI_Ibcast(buffer, count, datatype, root, comm, &r_));
 }
 
 int nm_blocked_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
                                     MPI_Op op, MPI_Comm comm)
 {
-    AS_NONBLOCKING(PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, &r_));
+    REFUSE_ALIASING(sendbuf, recvbuf, 1, recvcount, comm);
+    AS_COLLECTIVE(comm, PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, &r_));
 }
 
 int nm_blocked_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                          MPI_Datatype recvtype, MPI_Comm comm)
 {
-    AS_NONBLOCKING(PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &r_));
+    AS_COLLECTIVE(comm, PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &r_));
 }
 
 /* ---- communicators and windows ---- */
 
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
-    AS_NONBLOCKING(PMPI_Comm_idup(comm, newcomm, &r_));
+    AS_COLLECTIVE(comm, PMPI_Comm_idup(comm, newcomm, &r_));
 }
 
+#if MPI_VERSION >= 4
 int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
 {
-    AS_NONBLOCKING(PMPI_Comm_idup_with_info(comm, info, newcomm, &r_));
+    AS_COLLECTIVE(comm, PMPI_Comm_idup_with_info(comm, info, newcomm, &r_));
 }
+#else /* (MPI-3, Open MPI 4.1: no MPI_Comm_idup_with_info) */
+int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
+{
+    AFTER_ALL_HERE(comm, PMPI_Comm_dup_with_info(comm, info, newcomm));
+}
+#endif
 
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 {
@@ -241,9 +289,27 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype type, int dest, int 
                          MPI_Comm comm, MPI_Status *status)
 {
     if (!nm_active()) return PMPI_Sendrecv_replace(buf, count, type, dest, sendtag, source, recvtag, comm, status);
+#if MPI_VERSION >= 4
     MPI_Request r;
     int rc = PMPI_Isendrecv_replace(buf, count, type, dest, sendtag, source, recvtag, comm, &r);
     return rc != MPI_SUCCESS ? rc : nm_wait(&r, status);
+#else /* (MPI-3, Open MPI 4.1: no MPI_Isendrecv_replace) the send from a packed copy */
+    int bytes = 0, pos = 0;
+    int rc = PMPI_Pack_size(count, type, comm, &bytes);
+    if (rc != MPI_SUCCESS) return rc;
+    void *copy = malloc(bytes > 0 ? (size_t)bytes : 1);
+    if (!copy) return nm_error(comm, MPI_ERR_NO_MEM);
+    MPI_Request r[2];
+    MPI_Status st[2];
+    rc = PMPI_Pack(buf, count, type, copy, bytes, &pos, comm);
+    if (rc == MPI_SUCCESS) rc = PMPI_Isend(copy, pos, MPI_PACKED, dest, sendtag, comm, &r[1]);
+    if (rc == MPI_SUCCESS && (rc = PMPI_Irecv(buf, count, type, source, recvtag, comm, &r[0])) != MPI_SUCCESS)
+        nm_wait(&r[1], MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS) rc = nm_waitall(2, r, st);
+    if (rc == MPI_SUCCESS && status != MPI_STATUS_IGNORE) *status = st[0];
+    free(copy);
+    return rc;
+#endif
 }
 
 int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status)

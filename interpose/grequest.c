@@ -1,10 +1,19 @@
-/* Each collective nbc runs is handed to the application as an MPICH generalized request with a
- * poll function (MPIX_Grequest_class_allocate): MPICH calls poll_fn from every test on an
- * array holding the request, and wait_fn from every wait, so mixed arrays of collectives and
- * point-to-point requests need no handle table and no wrapped completion call. Both advance
- * nbc and, once the collective is done, complete the generalized request; query_fn then fills
- * the status. The collectives not yet done are also on a list, for what MPICH does not poll:
- * MPI_Request_get_status, requests the application freed, MPI_Finalize. */
+/* Each collective nbc runs is handed to the application as a generalized request.
+ *
+ * MPICH: an extended generalized request with a poll function (MPIX_Grequest_class_allocate):
+ * MPICH calls poll_fn from every test on an array holding the request, and wait_fn from every
+ * wait, so mixed arrays of collectives and point-to-point requests need no handle table and no
+ * wrapped completion call. Both advance nbc and, once the collective is done, complete the
+ * generalized request; query_fn then fills the status.
+ *
+ * Open MPI (and any MPI without the extension): a standard one (MPI_Grequest_start), which the
+ * MPI never polls. The completion calls are all intercepted (progress.c): while collectives
+ * run, each one first drives nbc and completes those done (nm_progress, nm_poll_all), and a
+ * wait is a loop of tests, never the MPI's own wait on a collective not yet complete.
+ *
+ * Either way the collectives not yet done are on a list, for what MPICH does not poll
+ * (MPI_Request_get_status, requests the application freed, MPI_Finalize) and for the polling
+ * Open MPI needs. */
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
@@ -13,8 +22,10 @@
 
 #include "nbcmpi.h"
 
+#ifdef NM_POLLED
 static MPIX_Grequest_class greq_class;
 static pthread_once_t class_once = PTHREAD_ONCE_INIT;
+#endif
 static int active; /* on the list (atomic, read without the lock) */
 static nm_req *list;
 static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -42,7 +53,12 @@ static void release(nm_req *r)
  * hides a handle, which then takes the general path. */
 enum { HANDLES = 1024 };
 static MPI_Request handles[HANDLES];
-static unsigned slot_of(MPI_Request h) { return (unsigned)(uintptr_t)h % HANDLES; }
+/* MPICH's handles are ints, Open MPI's pointers (aligned: their low bits are zero): the bits
+ * are mixed (Fibonacci hashing) so that both spread over the table. */
+static unsigned slot_of(MPI_Request h)
+{
+    return (unsigned)(((uint64_t)(uintptr_t)h * UINT64_C(0x9E3779B97F4A7C15)) >> 54); /* 2^10 slots */
+}
 
 int nm_is_running(MPI_Request h)
 {
@@ -79,6 +95,7 @@ static int claim(nm_req *r, int *rc)
     return flag && !__atomic_exchange_n(&r->claimed, 1, __ATOMIC_ACQ_REL);
 }
 
+#ifdef NM_POLLED
 static int poll_fn(void *state, MPI_Status *status)
 {
     (void)status;
@@ -119,6 +136,7 @@ static int wait_fn(int count, void **states, double timeout, MPI_Status *status)
         if (!nm_progress()) sched_yield();
     }
 }
+#endif
 
 /* A collective's status: no source, tag or elements (MPI leaves them undefined), not
  * cancelled; the return value is the collective's error code. */
@@ -127,16 +145,22 @@ static int query_fn(void *state, MPI_Status *status)
     nm_req *r = state;
     status->MPI_SOURCE = MPI_ANY_SOURCE;
     status->MPI_TAG = MPI_ANY_TAG;
+#ifdef MPICH_VERSION
     /* MPICH's fields for MPI_Status_set_elements(0) and MPI_Status_set_cancelled(0), without
-     * two calls on every completion (this library is MPICH's only) */
+     * two calls on every completion */
     status->count_lo = 0;
     status->count_hi_and_cancelled = 0;
+#else
+    PMPI_Status_set_elements(status, MPI_BYTE, 0);
+    PMPI_Status_set_cancelled(status, 0);
+#endif
     return r->err;
 }
 
 /* Called when the application's handle goes (completed, or MPI_Request_free). Freed while the
  * collective still runs (MPI calls that erroneous, but it must not lose the operation): the
- * request stays on the list, is driven to the end, and released there. */
+ * request stays on the list, is driven to the end, and released there. (Open MPI calls it for
+ * a freed request only inside MPI_Grequest_complete, once done is set: released here.) */
 static int free_fn(void *state)
 {
     nm_req *r = state;
@@ -154,10 +178,12 @@ static int cancel_fn(void *state, int complete)
     return MPI_ERR_REQUEST;
 }
 
+#ifdef NM_POLLED
 static void make_class(void)
 {
     MPIX_Grequest_class_create(query_fn, free_fn, cancel_fn, poll_fn, wait_fn, &greq_class);
 }
+#endif
 
 nm_req *nm_req_new(MPI_Comm comm)
 {
@@ -184,8 +210,12 @@ void nm_req_discard(nm_req *r)
 
 int nm_req_publish(nm_req *r, MPI_Request *request)
 {
+#ifdef NM_POLLED
     pthread_once(&class_once, make_class);
     int rc = MPIX_Grequest_class_allocate(greq_class, r, &r->handle);
+#else
+    int rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, r, &r->handle);
+#endif
     if (rc != MPI_SUCCESS) { /* cannot hand it out: finish it here */
         nbc_wait(&r->nbc);
         nm_req_discard(r);
@@ -233,12 +263,18 @@ int nm_poll_all(void)
     return n;
 }
 
-/* Drives every collective; when some completed, finishes them. */
+/* Drives every collective; when some completed, finishes them. Without poll_fn nothing else
+ * would complete a collective nbc finished elsewhere (at its start, in nbc_test, in its
+ * progress thread): the list is always looked at. */
 int nm_progress(void)
 {
     int moved = nbc_progress() > 0;
+#ifdef NM_POLLED
     if (moved) nm_poll_all();
     return moved;
+#else
+    return nm_poll_all() > 0 || moved;
+#endif
 }
 
 void nm_drain(void)

@@ -1,10 +1,18 @@
 /* libnbcmpi: MPI's own collective calls run on nbc, for programs that are not rebuilt. The
  * library defines MPI_Iallreduce and siblings (the PMPI profiling interface), runs them on nbc
- * and hands back MPICH generalized requests, which every MPI completion call accepts. */
+ * and hands back generalized requests, which every MPI completion call accepts: MPICH's with a
+ * poll function, or standard ones completed from the intercepted completion calls (Open MPI). */
 #ifndef NBCMPI_H
 #define NBCMPI_H
 
 #include <mpi.h>
+
+/* NM_POLLED: MPICH's extended generalized requests (MPIX_Grequest_class_create), which MPICH
+ * polls itself. Without it (Open MPI; or MPICH built with -DNM_STANDARD_GREQUESTS, which tests
+ * the standard path there), standard ones that the completion calls complete (grequest.c). */
+#if defined(MPICH_VERSION) && !defined(NM_STANDARD_GREQUESTS)
+#define NM_POLLED 1
+#endif
 
 #include "nbc.h"
 
@@ -104,6 +112,9 @@ int nm_waitsome(int incount, MPI_Request requests[], int *outcount, int indices[
 int nm_testsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]);
 
 /* ---- MPICH's blocking collectives while collectives run (blocked.c) ---- */
+/* nbc's (runtime/comm.c): 1 while its duplication of the application's communicator is under
+ * way (Open MPI's collectives on it then wait) */
+int comm_dup_under_way(MPI_Comm comm);
 int nm_blocked_barrier(MPI_Comm comm);
 int nm_blocked_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                          MPI_Comm comm);

@@ -1,10 +1,12 @@
 /* Progress while the application sits in its own blocking point-to-point call. MPICH's
  * progress engine polls a generalized request only from a test or wait that names it, not from
- * MPI_Recv or a wait on other requests: so, while collectives are running, the blocking calls
- * below become their non-blocking form plus a loop that tests it and drives nbc (yielding the
- * CPU when nothing moved: with more ranks than cores, spinning starves the peers). With no
- * collective running they are MPICH's own, at the cost of one atomic load; the tests and
- * MPI_Iprobe drive nbc too, as MPI says every test makes progress. */
+ * MPI_Recv or a wait on other requests, and Open MPI's never: so, while collectives are
+ * running, the blocking calls below become their non-blocking form plus a loop that tests it
+ * and drives nbc (yielding the CPU when nothing moved: with more ranks than cores, spinning
+ * starves the peers). With no collective running they are the MPI's own, at the cost of one
+ * atomic load; the tests and MPI_Iprobe drive nbc too, as MPI says every test makes progress
+ * (and, without MPICH's poll function, they are what completes a finished collective's
+ * request: nm_progress). */
 #include <sched.h>
 
 #include "nbcmpi.h"
@@ -25,10 +27,15 @@ int nm_wait(MPI_Request *request, MPI_Status *status)
 }
 
 /* A wait on one of our collectives is MPICH's (its wait_fn runs nbc_wait); on anything else,
- * while collectives run, the loop. */
+ * while collectives run, the loop. Without the poll function the loop on every request: the
+ * MPI's own wait on a collective not yet complete would never return. */
 int nm_wait_any_kind(MPI_Request *request, MPI_Status *status)
 {
+#ifdef NM_POLLED
     return nm_active() && !nm_is_running(*request) ? nm_wait(request, status) : PMPI_Wait(request, status);
+#else
+    return nm_active() ? nm_wait(request, status) : PMPI_Wait(request, status);
+#endif
 }
 
 int nm_waitall(int count, MPI_Request requests[], MPI_Status statuses[])
@@ -122,7 +129,7 @@ int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status
     return PMPI_Iprobe(source, tag, comm, flag, status);
 }
 
-/* MPICH's MPI_Request_get_status does not poll generalized requests. */
+/* MPICH's MPI_Request_get_status does not poll generalized requests (Open MPI's: none do). */
 int nm_get_status(MPI_Request request, int *flag, MPI_Status *status)
 {
     if (nm_active()) {

@@ -13,7 +13,7 @@ static const char *const kind_name[NKINDS] = {
 };
 static const char *const reason_name[NREASONS] = {
     "intercommunicator", "MPI_COMM_NULL or invalid communicator", "more than INT_MAX bytes",
-    "v- and w- variants are MPICH's", "blocking (NBC_MPI_BLOCKING unset)",
+    "v- and w- variants are the MPI's own", "blocking (NBC_MPI_BLOCKING unset)",
     "NBC_MPI_ALLOC_MEM=0", "nbc_alloc_mem failed",
     "a non-commutative op (no reduce_scatter_block schedule keeps rank order)",
 };

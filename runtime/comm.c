@@ -247,6 +247,23 @@ int comm_state_of(MPI_Comm comm, comm_state **out)
     return MPI_SUCCESS;
 }
 
+/* For the interposition library (interpose/blocked.c): 1 while the duplication of the
+ * application's communicator (the first, made at nbc's first collective on it) is under way,
+ * after one test of it. Open MPI's MPI_Comm_idup runs collectives of its own on the parent,
+ * each started as the one before completes: one of Open MPI's own non-blocking collectives
+ * started on that communicator meanwhile can then be matched, on another rank, against one of
+ * them. 0 as well from inside one of nbc's calls (an operator calling MPI), which must not wait. */
+int comm_dup_under_way(MPI_Comm comm)
+{
+    if (!nbc_rt.life.initialized || comm == MPI_COMM_NULL) return 0;
+    int took = thread_enter_callback();
+    if (!took) return 0;
+    comm_state *cs = comm_state_find(comm);
+    int under_way = cs && cs->user == comm && !settle(cs, &cs->dup, 0);
+    thread_leave_callback(took);
+    return under_way;
+}
+
 /* The top tag is kept for attaching shared memory (shm.c). */
 int comm_next_tag(comm_state *cs) { return (int)(cs->seq++ % (cs->tag_space - 1)); }
 

@@ -76,6 +76,7 @@ int comm_init(void);
 void comm_finalize(int keep); /* keep: nbc_finalize's (the peers' view stays) */
 int comm_state_of(MPI_Comm comm, comm_state **out);  /* creates it on first use */
 comm_state *comm_state_find(MPI_Comm comm);          /* NULL when there is none yet */
+int comm_dup_under_way(MPI_Comm comm); /* its first duplication not yet complete (interpose/) */
 int comm_next_tag(comm_state *cs);
 /* Any-order identities come in blocks of tag_space - STALL_TAGS, one duplicate each: the first
  * block's is cs->any, each later one's is made when the block begins (comm.c). */

@@ -733,9 +733,14 @@ static void test_errors(int interposed)
     MPI_Error_class(rc, &cls);
     if (rc == MPI_SUCCESS || cls != MPI_ERR_ROOT) bad |= fail("a root out of range: error class %d", cls);
     if (handler_calls != 1 || handler_code != rc) bad |= fail("the handler ran %d times", handler_calls);
-    /* sendbuf == recvbuf without MPI_IN_PLACE: MPICH's MPI_ERR_BUFFER, through the handler */
+    /* sendbuf == recvbuf without MPI_IN_PLACE: MPICH's MPI_ERR_BUFFER, through the handler
+     * (not asked of Open MPI alone: it reports an aliased allreduce on MPI_COMM_WORLD's handler,
+     * fatal, and accepts the aliased allgather) */
     double d[4] = {1, 2, 3, 4};
     int before = handler_calls;
+#ifndef MPICH_VERSION
+    if (interposed) {
+#endif
     rc = MPI_Iallreduce(d, d, 4, MPI_DOUBLE, MPI_SUM, c, &q);
     MPI_Error_class(rc, &cls);
     if (cls != MPI_ERR_BUFFER || handler_calls != before + 1) bad |= fail("aliased MPI_Iallreduce: error class %d", cls);
@@ -747,6 +752,9 @@ static void test_errors(int interposed)
     free(g);
     MPI_Error_class(rc, &cls);
     if (cls != MPI_ERR_BUFFER || handler_calls != before + 3) bad |= fail("aliased MPI_Iallgather: error class %d", cls);
+#ifndef MPICH_VERSION
+    }
+#endif
     if (interposed) {
         /* MPI_Cancel on a collective is refused; the collective still completes */
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -875,7 +883,9 @@ static void test_blocking(void)
     report("blocking collectives", bad);
 }
 
-/* ---- persistent collectives, started together with point-to-point many times ---- */
+/* ---- persistent collectives, started together with point-to-point many times (MPI-4: not
+ * in Open MPI 4.1, whose MPIX_ ones are its own) ---- */
+#if MPI_VERSION >= 4
 static void test_persistent(int iters)
 {
     int bad = 0, n = 100, root = p - 1;
@@ -963,6 +973,7 @@ static void test_persistent(int iters)
              iters);
     report(name, bad);
 }
+#endif
 
 int main(int argc, char **argv)
 {
@@ -996,7 +1007,9 @@ int main(int argc, char **argv)
     /* (not asked of MPICH 4.0.2 alone: its MPI_Testall on its own persistent collectives
      * returns MPI_ERR_IN_STATUS with no error in any status, its MPI_Waitany loop over them
      * never ends at p = 3, and its persistent allgather gives wrong blocks at p = 4) */
+#if MPI_VERSION >= 4
     if (expect) test_persistent(60);
+#endif
     MPI_Finalize();
     return failures != 0;
 }

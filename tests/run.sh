@@ -243,12 +243,10 @@ if [ -z "$TAG" ] && command -v valgrind > /dev/null; then
     check "valgrind runs an nbc program on nbc_alloc_mem memory with the default segment" $? \
         "status $rc: $(tail -n 5 "$tmp/err")"
 fi
-# unmodified MPI programs on nbc through LD_PRELOAD=libnbcmpi.so (MPICH only: interpose/)
-if [ "${MPI:-mpich}" = mpich ]; then
-    quick=0
-    if [ -n "$TAG" ] || [ "${NBC_TEST_QUICK:-0}" = 1 ]; then quick=1; fi
-    suite "interpose" sh tests/interpose.sh "$BUILD" "$quick"
-fi
+# unmodified MPI programs on nbc through LD_PRELOAD=libnbcmpi.so (interpose/), on either MPI
+quick=0
+if [ -n "$TAG" ] || [ "${NBC_TEST_QUICK:-0}" = 1 ]; then quick=1; fi
+MPI=${MPI:-mpich} suite "interpose" sh tests/interpose.sh "$BUILD" "$quick"
 for p in 1 2 3; do
     for mode in "" --progress-thread; do
         ASAN_OPTIONS=detect_leaks=0 suite "mpi_threads $mode p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_threads" $mode
