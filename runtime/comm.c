@@ -44,7 +44,8 @@ static void start_next(comm_state *cs)
     while (!cs->in_flight && cs->turns_started < cs->turns_asked) {
         duplicate *d = of_turn(cs, ++cs->turns_started);
         MPI_Comm parent = d == &cs->dup ? cs->user : cs->dup.comm;
-        if (parent != MPI_COMM_NULL && MPI_Comm_idup(parent, &d->comm, &d->pending) == MPI_SUCCESS) cs->in_flight = d;
+        if (parent != MPI_COMM_NULL && MPI_Comm_idup(parent, &d->comm, &d->pending) == MPI_SUCCESS)
+            cs->in_flight = d, nbc_rt.comms.duplicating++;
         else d->comm = MPI_COMM_NULL, d->pending = MPI_REQUEST_NULL; /* its requests fail (comm_request_ready) */
     }
 }
@@ -78,8 +79,19 @@ static int advance(comm_state *cs, int wait)
     }
     MPI_Comm_set_errhandler(d->comm, MPI_ERRORS_RETURN);
     cs->in_flight = NULL;
+    nbc_rt.comms.duplicating--;
     start_next(cs);
     return 1;
+}
+
+/* Duplications are collective: every pass of progress advances this rank's, whether or not one
+ * of its own requests waits for them (a peer's may), so that a rank busy elsewhere that calls
+ * nbc_progress now and then does not hold them back. */
+void comm_advance_duplicates(void)
+{
+    if (!nbc_rt.comms.duplicating) return;
+    for (comm_state *cs = nbc_rt.comms.all; cs; cs = cs->next)
+        if (cs->in_flight && !cs->busy) advance(cs, 0);
 }
 
 /* 1 once d is complete (or was never asked for); wait: until it is. */

@@ -90,6 +90,8 @@ int comm_take_identity(comm_state *cs, struct nbc_req *r); /* r->id and r->block
 /* Whether r's duplicate (ordered or any-order) can be used yet; sets *comm to it when it can:
  * MPI_COMM_NULL if its duplication failed. */
 int comm_request_ready(struct nbc_req *r, MPI_Comm *comm);
+/* Advances every duplication under way (each pass of progress). */
+void comm_advance_duplicates(void);
 /* Whether cs's any-order duplicate has been asked for and can be used yet. */
 int comm_any_ready(comm_state *cs);
 void comm_hold(comm_state *cs);

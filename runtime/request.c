@@ -327,6 +327,7 @@ int req_progress_all(int *moved)
 {
     int completed = 0;
     *moved = 0;
+    comm_advance_duplicates();
     /* Priorities only matter when the list mixes them (it is sorted: compare its ends). */
     int mixed = nbc_rt.reqs.active && nbc_rt.reqs.active->priority != nbc_rt.reqs.active_tail->priority;
     long now = mixed ? now_ns() : 0;

@@ -70,6 +70,7 @@ typedef struct {
         comm_state *all;
         MPI_Comm last_comm;          /* most calls use the communicator of the last one */
         comm_state *last_state;
+        int duplicating;             /* communicators whose duplication is under way */
     } comms;
     struct { /* request.c */
         struct nbc_req *active, *active_tail; /* by priority */
