@@ -136,7 +136,7 @@ $(EXPORTS): runtime/nbc.h tools/exports.sh
 PYFAST := $(BUILD)/python/.fast
 # its own flags: a sanitizer's (make test's builds) would make a module no python3 can load
 PYFAST_CFLAGS ?= -O2 -g
-$(PYFAST): python/nbc/_fast.c python/build-fast.sh
+$(PYFAST): python/nbc/_fast.c python/build-fast.sh python/find-python.sh
 	@mkdir -p $(dir $@)
 	@rm -f $(BUILD)/python/nbc/_fast*.so
 	@sh python/build-fast.sh $(BUILD)/python "$(WARN) $(PYFAST_CFLAGS)" && if ls $(BUILD)/python/nbc/_fast*.so > /dev/null 2>&1; then touch $@; fi

@@ -7,13 +7,7 @@
 # Usage: sh python/build-fast.sh OUT "CFLAGS"   (CC: the C compiler, default cc)
 out=$1
 flags=$2
-py=""
-for c in ${PYTHON:-} $(which -a python3 2>/dev/null); do
-    if "$c" -c 'import mpi4py, numpy' 2>/dev/null; then
-        py=$c
-        break
-    fi
-done
+py=$(sh python/find-python.sh)
 if [ -z "$py" ]; then
     echo "nbc._fast not built: no python3 with mpi4py and numpy (the Python package will use ctypes)"
     exit 0

@@ -167,13 +167,7 @@ fi
 # on NumPy arrays, results exact, every call on nbc (NBC_MPI_BLOCKING=1: the blocking one too),
 # as NBC_MPI_VERBOSE=1 counts them; where mpi4py runs on this MPI (Debian's: Open MPI), not
 # for a sanitized library (python is not built with the sanitizer)
-py=""
-for c in ${PYTHON:-} $(which -a python3 2>/dev/null); do
-    if "$c" -c 'import numpy, mpi4py' 2>/dev/null; then
-        py=$c
-        break
-    fi
-done
+py=$(sh python/find-python.sh)
 if [ -z "$py" ]; then
     echo "skip mpi4py: no python3 with numpy and mpi4py (install python3-numpy python3-mpi4py)"
 elif nm -u "$lib" | grep -q __asan_; then

@@ -7,13 +7,7 @@
 # Usage: sh tests/python/run.sh P   (PYTHON: the interpreter to use; default the first python3
 # on PATH that has numpy and mpi4py)
 p=$1
-py=""
-for c in ${PYTHON:-} $(which -a python3 2>/dev/null); do
-    if "$c" -c 'import numpy, mpi4py' 2>/dev/null; then
-        py=$c
-        break
-    fi
-done
+py=$(sh python/find-python.sh)
 if [ -z "$py" ]; then
     echo "skip python: no python3 with numpy and mpi4py (install python3-numpy python3-mpi4py)"
     exit 0
