@@ -23,15 +23,15 @@
  * MPI's collectives is started on a communicator only once nbc's duplication of it (at nbc's
  * first collective there) is complete, driving nbc meanwhile (runtime/comm.c). Every rank
  * reaches that first collective before this call, and drives its duplication as it waits. */
-#ifdef MPICH_VERSION
-#define SETTLE(comm) (void)0
-#else
-static void settle(MPI_Comm comm)
+void nm_settle(MPI_Comm comm)
 {
+#ifdef MPICH_VERSION
+    (void)comm;
+#else
     while (comm_dup_under_way(comm)) nm_idle();
-}
-#define SETTLE(comm) settle(comm)
 #endif
+}
+#define SETTLE(comm) nm_settle(comm)
 
 /* A collective: the MPI's non-blocking form and nm_wait */
 #define AS_COLLECTIVE(comm, nonblocking)                                                           \
@@ -61,125 +61,6 @@ static void settle(MPI_Comm comm)
         if (rc_ == MPI_SUCCESS) rc_ = nm_wait(&r_, MPI_STATUS_IGNORE);                             \
         return rc_ != MPI_SUCCESS ? rc_ : call;                                                    \
     } while (0)
-
-/* ---- collectives nbc does not run; the ones it runs with NBC_MPI_BLOCKING=1 come here from
- * blocking.c (nm_blocked_*) when it is unset ---- */
-
-int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
-                   const int displs[], MPI_Datatype recvtype, MPI_Comm comm)
-{
-    AS_COLLECTIVE(comm, PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, &r_));
-}
-
-int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                 MPI_Datatype recvtype, MPI_Comm comm)
-{
-    AS_COLLECTIVE(comm, PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &r_));
-}
-
-int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
-                  void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
-{
-    AS_COLLECTIVE(comm,
-        PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, &r_));
-}
-
-int MPI_Alltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[],
-                  void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[],
-                  MPI_Comm comm)
-{
-    AS_COLLECTIVE(comm, PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
-                                   comm, &r_));
-}
-
-int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-               MPI_Datatype recvtype, int root, MPI_Comm comm)
-{
-    AS_COLLECTIVE(comm, PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, &r_));
-}
-
-int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
-                const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm)
-{
-    AS_COLLECTIVE(comm, PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, &r_));
-}
-
-int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                MPI_Datatype recvtype, int root, MPI_Comm comm)
-{
-    AS_COLLECTIVE(comm, PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, &r_));
-}
-
-int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
-                 void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
-{
-    AS_COLLECTIVE(comm,
-        PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, &r_));
-}
-
-int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
-{
-    AS_COLLECTIVE(comm, PMPI_Iscan(sendbuf, recvbuf, count, datatype, op, comm, &r_));
-}
-
-int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
-{
-    AS_COLLECTIVE(comm, PMPI_Iexscan(sendbuf, recvbuf, count, datatype, op, comm, &r_));
-}
-
-int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op,
-                       MPI_Comm comm)
-{
-    AS_COLLECTIVE(comm, PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, &r_));
-}
-
-/* Open MPI reports aliased buffers and MPI_IN_PLACE as the receive buffer on MPI_COMM_WORLD's
- * handler (fatal), where the calls on nbc report them on the communicator's, with MPICH's class
- * (collectives.c): here too, whatever NBC_MPI_BLOCKING says. */
-#ifdef MPICH_VERSION
-#define REFUSE_ALIASING(sendbuf, recvbuf, uses_recv, count, comm) (void)0
-#else
-#define REFUSE_ALIASING(sendbuf, recvbuf, uses_recv, count, comm)                                  \
-    do {                                                                                           \
-        MPI_Request unused_;                                                                       \
-        int bad_ = nm_bad_args(sendbuf, recvbuf, uses_recv, count, &unused_);                      \
-        if (bad_ != MPI_SUCCESS) return nm_error(comm, bad_);                                      \
-    } while (0)
-#endif
-
-/* the collectives the library runs on nbc only with NBC_MPI_BLOCKING=1 (blocking.c) */
-int nm_blocked_barrier(MPI_Comm comm) { AS_COLLECTIVE(comm, PMPI_Ibarrier(comm, &r_)); }
-
-int nm_blocked_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                         MPI_Comm comm)
-{
-    REFUSE_ALIASING(sendbuf, recvbuf, 1, count, comm);
-    AS_COLLECTIVE(comm, PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, &r_));
-}
-
-int nm_blocked_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
-                      MPI_Comm comm)
-{
-    AS_COLLECTIVE(comm, PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, &r_));
-}
-
-int nm_blocked_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
-{
-    AS_COLLECTIVE(comm, PMPI_Ibcast(buffer, count, datatype, root, comm, &r_));
-}
-
-int nm_blocked_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
-                                    MPI_Op op, MPI_Comm comm)
-{
-    REFUSE_ALIASING(sendbuf, recvbuf, 1, recvcount, comm);
-    AS_COLLECTIVE(comm, PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, &r_));
-}
-
-int nm_blocked_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                         MPI_Datatype recvtype, MPI_Comm comm)
-{
-    AS_COLLECTIVE(comm, PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, &r_));
-}
 
 /* ---- communicators and windows ---- */
 

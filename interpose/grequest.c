@@ -197,7 +197,7 @@ nm_req *nm_req_new(MPI_Comm comm)
     }
     r->comm = comm;
     r->nbc = NBC_REQUEST_NULL;
-    r->standin = MPI_DATATYPE_NULL;
+    r->standin = r->blocks[0] = r->blocks[1] = MPI_DATATYPE_NULL;
     return r;
 }
 

@@ -145,4 +145,9 @@ void nm_layout_finish(nm_req *r)
         r->scratch[i] = NULL;
     }
     if (r->standin != MPI_DATATYPE_NULL) PMPI_Type_free(&r->standin);
+    for (int i = 0; i < 2; i++) {
+        if (r->blocks[i] != MPI_DATATYPE_NULL) PMPI_Type_free(&r->blocks[i]);
+        free(r->bytes[i]);
+        r->bytes[i] = NULL;
+    }
 }

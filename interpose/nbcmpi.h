@@ -17,12 +17,32 @@
 #include "nbc.h"
 
 /* ---- what was run where (stats.c) ---- */
+/* The collectives the library runs on nbc: X(kind, non-blocking call, blocking call). Each
+ * gives a kind for its non-blocking call (K_I...) and one for its blocking call. */
+#define NM_COLLECTIVES(X)                                                                          \
+    X(ALLREDUCE, "MPI_Iallreduce", "MPI_Allreduce")                                                \
+    X(REDUCE, "MPI_Ireduce", "MPI_Reduce")                                                         \
+    X(BCAST, "MPI_Ibcast", "MPI_Bcast")                                                            \
+    X(BARRIER, "MPI_Ibarrier", "MPI_Barrier")                                                      \
+    X(REDUCE_SCATTER_BLOCK, "MPI_Ireduce_scatter_block", "MPI_Reduce_scatter_block")               \
+    X(ALLGATHER, "MPI_Iallgather", "MPI_Allgather")                                                \
+    X(ALLTOALL, "MPI_Ialltoall", "MPI_Alltoall")                                                   \
+    X(ALLTOALLV, "MPI_Ialltoallv", "MPI_Alltoallv")                                                \
+    X(ALLTOALLW, "MPI_Ialltoallw", "MPI_Alltoallw")                                                \
+    X(GATHER, "MPI_Igather", "MPI_Gather")                                                         \
+    X(GATHERV, "MPI_Igatherv", "MPI_Gatherv")                                                      \
+    X(SCATTER, "MPI_Iscatter", "MPI_Scatter")                                                      \
+    X(SCATTERV, "MPI_Iscatterv", "MPI_Scatterv")                                                   \
+    X(ALLGATHERV, "MPI_Iallgatherv", "MPI_Allgatherv")                                             \
+    X(REDUCE_SCATTER, "MPI_Ireduce_scatter", "MPI_Reduce_scatter")                                 \
+    X(SCAN, "MPI_Iscan", "MPI_Scan")                                                               \
+    X(EXSCAN, "MPI_Iexscan", "MPI_Exscan")
+#define NM_NONBLOCKING_KIND(name, nonblocking, blocking) K_I##name,
+#define NM_BLOCKING_KIND(name, nonblocking, blocking) K_##name,
 enum nm_kind {
-    K_IALLREDUCE, K_IREDUCE, K_IBCAST, K_IBARRIER, K_IREDUCE_SCATTER_BLOCK, K_IALLGATHER,
-    K_ALLREDUCE, K_REDUCE, K_BCAST, K_BARRIER, K_REDUCE_SCATTER_BLOCK, K_ALLGATHER,
-    K_PERSISTENT, K_VARIANT, K_ALLOC_MEM, NKINDS
+    NM_COLLECTIVES(NM_NONBLOCKING_KIND) NM_COLLECTIVES(NM_BLOCKING_KIND) K_PERSISTENT, K_ALLOC_MEM, NKINDS
 };
-enum nm_reason { R_INTERCOMM, R_COMM_NULL, R_TOO_LARGE, R_VARIANT, R_BLOCKING_OFF, R_ALLOC_MEM_OFF, R_NBC_REFUSED,
+enum nm_reason { R_INTERCOMM, R_COMM_NULL, R_TOO_LARGE, R_BLOCKING_OFF, R_ALLOC_MEM_OFF, R_NBC_REFUSED,
                  R_NONCOMMUTATIVE, NREASONS };
 void nm_ran(enum nm_kind k);
 void nm_passed(enum nm_kind k, enum nm_reason why);
@@ -50,6 +70,10 @@ struct nm_req {
     MPI_Datatype standin, real_type;
     MPI_Op real_op;
     int real_contiguous;
+    /* a vector form's packed layout: the datatypes that describe the blocks (send side 1,
+     * receive side 0) and the byte counts and displacements nbc takes (send, receive) */
+    MPI_Datatype blocks[2];
+    int *bytes[2];
     nm_req *prev, *next; /* on the list of collectives not yet done */
 };
 
@@ -79,14 +103,42 @@ void nm_repack(nm_req *r);        /* packs the inputs again, from where they wer
 
 /* ---- one collective call, as the application made it and as nbc takes it (collectives.c) ---- */
 typedef struct nm_call {
-    enum nm_kind kind;    /* K_IALLREDUCE .. K_IALLGATHER */
+    enum nm_kind kind;    /* a non-blocking kind, K_IALLREDUCE .. K_IEXSCAN */
     const void *sendbuf;
     void *recvbuf;        /* (the buffer of a broadcast) */
     int count, recvcount, root; /* count: the send count of an allgather, the block of a reduce_scatter_block */
     MPI_Datatype type, recvtype;
     MPI_Op op;
     MPI_Comm comm;
+    /* the vector forms' arrays, NULL where the call has none: the send side's counts and
+     * displacements (alltoallv, alltoallw, scatterv) and the receive side's (alltoallv,
+     * alltoallw, gatherv, allgatherv; reduce_scatter's recvcounts); alltoallw's types */
+    const int *counts, *displs, *recvcounts, *rdispls;
+    const MPI_Datatype *types, *recvtypes;
 } nm_call;
+/* Each non-blocking call's arguments as an nm_call (its _init and blocking forms take the same). */
+#define NM_IALLREDUCE(s, r, n, t, o, cm) ((nm_call){.kind = K_IALLREDUCE, .sendbuf = s, .recvbuf = r, .count = n, .type = t, .op = o, .comm = cm})
+#define NM_IREDUCE(s, r, n, t, o, rt, cm) ((nm_call){.kind = K_IREDUCE, .sendbuf = s, .recvbuf = r, .count = n, .type = t, .op = o, .root = rt, .comm = cm})
+#define NM_IBCAST(b, n, t, rt, cm) ((nm_call){.kind = K_IBCAST, .recvbuf = b, .count = n, .type = t, .root = rt, .comm = cm})
+#define NM_IBARRIER(cm) ((nm_call){.kind = K_IBARRIER, .comm = cm})
+#define NM_IREDUCE_SCATTER_BLOCK(s, r, n, t, o, cm) ((nm_call){.kind = K_IREDUCE_SCATTER_BLOCK, .sendbuf = s, .recvbuf = r, .count = n, .type = t, .op = o, .comm = cm})
+#define NM_IALLGATHER(s, sn, st, r, rn, rtp, cm) ((nm_call){.kind = K_IALLGATHER, .sendbuf = s, .count = sn, .type = st, .recvbuf = r, .recvcount = rn, .recvtype = rtp, .comm = cm})
+#define NM_IALLTOALL(s, sn, st, r, rn, rtp, cm) ((nm_call){.kind = K_IALLTOALL, .sendbuf = s, .count = sn, .type = st, .recvbuf = r, .recvcount = rn, .recvtype = rtp, .comm = cm})
+#define NM_IALLTOALLV(s, sn, sd, st, r, rn, rd, rtp, cm) ((nm_call){.kind = K_IALLTOALLV, .sendbuf = s, .counts = sn, .displs = sd, .type = st, .recvbuf = r, .recvcounts = rn, .rdispls = rd, .recvtype = rtp, .comm = cm})
+#define NM_IALLTOALLW(s, sn, sd, st, r, rn, rd, rtp, cm) ((nm_call){.kind = K_IALLTOALLW, .sendbuf = s, .counts = sn, .displs = sd, .types = st, .recvbuf = r, .recvcounts = rn, .rdispls = rd, .recvtypes = rtp, .comm = cm})
+#define NM_IGATHER(s, sn, st, r, rn, rtp, rt, cm) ((nm_call){.kind = K_IGATHER, .sendbuf = s, .count = sn, .type = st, .recvbuf = r, .recvcount = rn, .recvtype = rtp, .root = rt, .comm = cm})
+#define NM_IGATHERV(s, sn, st, r, rn, rd, rtp, rt, cm) ((nm_call){.kind = K_IGATHERV, .sendbuf = s, .count = sn, .type = st, .recvbuf = r, .recvcounts = rn, .rdispls = rd, .recvtype = rtp, .root = rt, .comm = cm})
+#define NM_ISCATTER(s, sn, st, r, rn, rtp, rt, cm) ((nm_call){.kind = K_ISCATTER, .sendbuf = s, .count = sn, .type = st, .recvbuf = r, .recvcount = rn, .recvtype = rtp, .root = rt, .comm = cm})
+#define NM_ISCATTERV(s, sn, sd, st, r, rn, rtp, rt, cm) ((nm_call){.kind = K_ISCATTERV, .sendbuf = s, .counts = sn, .displs = sd, .type = st, .recvbuf = r, .recvcount = rn, .recvtype = rtp, .root = rt, .comm = cm})
+#define NM_IALLGATHERV(s, sn, st, r, rn, rd, rtp, cm) ((nm_call){.kind = K_IALLGATHERV, .sendbuf = s, .count = sn, .type = st, .recvbuf = r, .recvcounts = rn, .rdispls = rd, .recvtype = rtp, .comm = cm})
+#define NM_IREDUCE_SCATTER(s, r, rn, t, o, cm) ((nm_call){.kind = K_IREDUCE_SCATTER, .sendbuf = s, .recvbuf = r, .recvcounts = rn, .type = t, .op = o, .comm = cm})
+#define NM_ISCAN(s, r, n, t, o, cm) ((nm_call){.kind = K_ISCAN, .sendbuf = s, .recvbuf = r, .count = n, .type = t, .op = o, .comm = cm})
+#define NM_IEXSCAN(s, r, n, t, o, cm) ((nm_call){.kind = K_IEXSCAN, .sendbuf = s, .recvbuf = r, .count = n, .type = t, .op = o, .comm = cm})
+
+/* Every non-blocking call: to MPICH, refused, or checked, prepared and started on nbc. */
+int nm_start(nm_call c, MPI_Request *request);
+/* The MPI's own non-blocking call (PMPI_I...), for what nbc does not run. */
+int nm_mpi_start(const nm_call *c, MPI_Request *request);
 /* Why c goes to MPICH (a reason), or -1 when nbc runs it; decided only from what MPI makes
  * equal on every rank. */
 int nm_route(const nm_call *c);
@@ -115,16 +167,8 @@ int nm_testsome(int incount, MPI_Request requests[], int *outcount, int indices[
 /* nbc's (runtime/comm.c): 1 while its duplication of the application's communicator is under
  * way (Open MPI's collectives on it then wait) */
 int comm_dup_under_way(MPI_Comm comm);
-int nm_blocked_barrier(MPI_Comm comm);
-int nm_blocked_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                         MPI_Comm comm);
-int nm_blocked_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
-                      MPI_Comm comm);
-int nm_blocked_bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm);
-int nm_blocked_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
-                                    MPI_Op op, MPI_Comm comm);
-int nm_blocked_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                         MPI_Datatype recvtype, MPI_Comm comm);
+/* Waits until nbc's duplication of comm is done (Open MPI; nothing on MPICH). */
+void nm_settle(MPI_Comm comm);
 
 /* ---- persistent collectives (persistent.c) ---- */
 enum nm_array_call { NM_WAITALL, NM_TESTALL, NM_WAITANY, NM_TESTANY, NM_WAITSOME, NM_TESTSOME };

@@ -73,12 +73,41 @@ static int mpich_init(const nm_call *c, MPI_Info info, MPI_Request *request)
     case K_IALLGATHER:
         return PMPI_Allgather_init(c->sendbuf, c->count, c->type, c->recvbuf, c->recvcount, c->recvtype, c->comm,
                                    info, request);
+    case K_IALLTOALL:
+        return PMPI_Alltoall_init(c->sendbuf, c->count, c->type, c->recvbuf, c->recvcount, c->recvtype, c->comm, info,
+                                  request);
+    case K_IALLTOALLV:
+        return PMPI_Alltoallv_init(c->sendbuf, c->counts, c->displs, c->type, c->recvbuf, c->recvcounts, c->rdispls,
+                                   c->recvtype, c->comm, info, request);
+    case K_IALLTOALLW:
+        return PMPI_Alltoallw_init(c->sendbuf, c->counts, c->displs, c->types, c->recvbuf, c->recvcounts, c->rdispls,
+                                   c->recvtypes, c->comm, info, request);
+    case K_IGATHER:
+        return PMPI_Gather_init(c->sendbuf, c->count, c->type, c->recvbuf, c->recvcount, c->recvtype, c->root, c->comm,
+                                info, request);
+    case K_IGATHERV:
+        return PMPI_Gatherv_init(c->sendbuf, c->count, c->type, c->recvbuf, c->recvcounts, c->rdispls, c->recvtype,
+                                 c->root, c->comm, info, request);
+    case K_ISCATTER:
+        return PMPI_Scatter_init(c->sendbuf, c->count, c->type, c->recvbuf, c->recvcount, c->recvtype, c->root,
+                                 c->comm, info, request);
+    case K_ISCATTERV:
+        return PMPI_Scatterv_init(c->sendbuf, c->counts, c->displs, c->type, c->recvbuf, c->recvcount, c->recvtype,
+                                  c->root, c->comm, info, request);
+    case K_IALLGATHERV:
+        return PMPI_Allgatherv_init(c->sendbuf, c->count, c->type, c->recvbuf, c->recvcounts, c->rdispls, c->recvtype,
+                                    c->comm, info, request);
+    case K_IREDUCE_SCATTER:
+        return PMPI_Reduce_scatter_init(c->sendbuf, c->recvbuf, c->recvcounts, c->type, c->op, c->comm, info, request);
+    case K_ISCAN: return PMPI_Scan_init(c->sendbuf, c->recvbuf, c->count, c->type, c->op, c->comm, info, request);
+    case K_IEXSCAN: return PMPI_Exscan_init(c->sendbuf, c->recvbuf, c->count, c->type, c->op, c->comm, info, request);
     default: return MPI_ERR_INTERN;
     }
 }
 
-static int make(const nm_call *call, MPI_Info info, MPI_Request *request)
+static int make(nm_call given, MPI_Info info, MPI_Request *request)
 {
+    const nm_call *call = &given;
     int why = nm_route(call), rc;
     if (why >= 0) {
         nm_passed(K_PERSISTENT, why);
@@ -120,46 +149,112 @@ static int make(const nm_call *call, MPI_Info info, MPI_Request *request)
 int MPI_Allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                        MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    nm_call c = {.kind = K_IALLREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count, .type = datatype,
-                 .op = op, .comm = comm};
-    return make(&c, info, request);
+    return make(NM_IALLREDUCE(sendbuf, recvbuf, count, datatype, op, comm), info, request);
 }
 
 int MPI_Reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
                     MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    nm_call c = {.kind = K_IREDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = count, .type = datatype,
-                 .op = op, .root = root, .comm = comm};
-    return make(&c, info, request);
+    return make(NM_IREDUCE(sendbuf, recvbuf, count, datatype, op, root, comm), info, request);
 }
 
 int MPI_Bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info,
                    MPI_Request *request)
 {
-    nm_call c = {.kind = K_IBCAST, .recvbuf = buffer, .count = count, .type = datatype, .root = root, .comm = comm};
-    return make(&c, info, request);
+    return make(NM_IBCAST(buffer, count, datatype, root, comm), info, request);
 }
 
 int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    nm_call c = {.kind = K_IBARRIER, .comm = comm};
-    return make(&c, info, request);
+    return make(NM_IBARRIER(comm), info, request);
 }
 
 int MPI_Reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
                                   MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    nm_call c = {.kind = K_IREDUCE_SCATTER_BLOCK, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = recvcount,
-                 .type = datatype, .op = op, .comm = comm};
-    return make(&c, info, request);
+    return make(NM_IREDUCE_SCATTER_BLOCK(sendbuf, recvbuf, recvcount, datatype, op, comm), info, request);
 }
 
 int MPI_Allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
                        MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
 {
-    nm_call c = {.kind = K_IALLGATHER, .sendbuf = sendbuf, .recvbuf = recvbuf, .count = sendcount, .type = sendtype,
-                 .recvcount = recvcount, .recvtype = recvtype, .comm = comm};
-    return make(&c, info, request);
+    return make(NM_IALLGATHER(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm), info, request);
+}
+
+int MPI_Alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                      MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return make(NM_IALLTOALL(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm), info, request);
+}
+
+int MPI_Alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                       void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                       MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return make(NM_IALLTOALLV(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm),
+                info, request);
+}
+
+int MPI_Alltoallw_init(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                       const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[],
+                       const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return make(NM_IALLTOALLW(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm),
+                info, request);
+}
+
+int MPI_Gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                    MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return make(NM_IGATHER(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm), info, request);
+}
+
+int MPI_Gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                     const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm,
+                     MPI_Info info, MPI_Request *request)
+{
+    return make(NM_IGATHERV(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm), info,
+                request);
+}
+
+int MPI_Scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                     MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return make(NM_ISCATTER(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm), info, request);
+}
+
+int MPI_Scatterv_init(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
+                      void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
+                      MPI_Request *request)
+{
+    return make(NM_ISCATTERV(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm), info,
+                request);
+}
+
+int MPI_Allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                        const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+                        MPI_Info info, MPI_Request *request)
+{
+    return make(NM_IALLGATHERV(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm), info,
+                request);
+}
+
+int MPI_Reduce_scatter_init(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype,
+                            MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request *request)
+{
+    return make(NM_IREDUCE_SCATTER(sendbuf, recvbuf, recvcounts, datatype, op, comm), info, request);
+}
+
+int MPI_Scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                  MPI_Info info, MPI_Request *request)
+{
+    return make(NM_ISCAN(sendbuf, recvbuf, count, datatype, op, comm), info, request);
+}
+
+int MPI_Exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                    MPI_Info info, MPI_Request *request)
+{
+    return make(NM_IEXSCAN(sendbuf, recvbuf, count, datatype, op, comm), info, request);
 }
 
 static int start(pers *x)

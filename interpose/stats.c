@@ -5,15 +5,15 @@
 
 #include "nbcmpi.h"
 
+#define NONBLOCKING_NAME(name, nonblocking, blocking) nonblocking,
+#define BLOCKING_NAME(name, nonblocking, blocking) blocking,
 static const char *const kind_name[NKINDS] = {
-    "MPI_Iallreduce", "MPI_Ireduce", "MPI_Ibcast", "MPI_Ibarrier", "MPI_Ireduce_scatter_block", "MPI_Iallgather",
-    "MPI_Allreduce", "MPI_Reduce", "MPI_Bcast", "MPI_Barrier", "MPI_Reduce_scatter_block", "MPI_Allgather",
-    "persistent (MPI_*_init; each start also counts as its non-blocking call)", "v- and w- variants",
-    "MPI_Alloc_mem (nbc_alloc_mem)",
+    NM_COLLECTIVES(NONBLOCKING_NAME) NM_COLLECTIVES(BLOCKING_NAME)
+    "persistent (MPI_*_init; each start also counts as its non-blocking call)", "MPI_Alloc_mem (nbc_alloc_mem)",
 };
 static const char *const reason_name[NREASONS] = {
     "intercommunicator", "MPI_COMM_NULL or invalid communicator", "more than INT_MAX bytes",
-    "v- and w- variants are the MPI's own", "blocking (NBC_MPI_BLOCKING unset)",
+    "blocking (NBC_MPI_BLOCKING unset)",
     "NBC_MPI_ALLOC_MEM=0", "nbc_alloc_mem failed",
     "a non-commutative op (no reduce_scatter_block schedule keeps rank order)",
 };

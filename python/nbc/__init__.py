@@ -21,5 +21,12 @@ from ._core import (  # noqa: F401
     startall, waitall, testall, progress, progress_thread, init, finalize,
     load_schedules, set_schedule, load_tuning, set_selection, cache_stats, version, fast, use_fast,
 )
+from ._collectives import (  # noqa: F401
+    ialltoall, ialltoallv, ialltoallw, igather, igatherv, iscatter, iscatterv, iallgatherv, ireduce_scatter,
+    iscan, iexscan,
+    alltoall, alltoallv, alltoallw, gather, gatherv, scatter, scatterv, allgatherv, reduce_scatter, scan, exscan,
+    alltoall_init, alltoallv_init, alltoallw_init, gather_init, gatherv_init, scatter_init, scatterv_init,
+    allgatherv_init, reduce_scatter_init, scan_init, exscan_init,
+)
 
 __all__ = [n for n in dir() if not n.startswith("_")]
