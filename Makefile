@@ -246,7 +246,8 @@ test: all $(call DEPS,test-deps)
 # against it (its own build, as make MPI=openmpi). Its own tools are installed on first use;
 # `make test` needs none of them.
 BENCH_PACKAGES := gnuplot-nox valgrind libgloo-dev g++
-BENCH_PROGS := $(BUILD)/bench/bench $(BUILD)/bench/kernels $(BUILD)/bench/cgcall $(BUILD)/bench/loop $(BUILD)/bench/gloo
+BENCH_PROGS := $(BUILD)/bench/bench $(BUILD)/bench/kernels $(BUILD)/bench/cgcall $(BUILD)/bench/loop $(BUILD)/bench/gloo \
+    $(BUILD)/bench/collectives
 # with MPICH, the interposition library's column too (bench/interpose.sh)
 BENCH_PROGS += $(if $(filter mpich,$(MPI)),$(BUILD)/bench/interpose_cost $(INTERPOSE))
 BENCH_OPENMPI := $(if $(filter mpich,$(MPI)),bench-openmpi)
@@ -257,7 +258,13 @@ bench: all $(BENCH_PROGS) $(call DEPS,bench-deps) $(BENCH_OPENMPI)
 
 bench-openmpi:
 	@$(MAKE) --no-print-directory MPI=openmpi BUILD=$(BUILD_openmpi) BINDIR=$(BUILD_openmpi)/bin \
-	    $(BUILD_openmpi)/bench/bench
+	    $(BUILD_openmpi)/bench/bench $(BUILD_openmpi)/bench/collectives
+
+# All-to-all, gather and scan beside MPICH's and Open MPI's calls (bench/collectives.sh), the
+# rows `make bench` also runs
+.PHONY: bench-collectives
+bench-collectives: all $(BUILD)/bench/collectives $(BENCH_OPENMPI)
+	OMPI_BUILD=$(BUILD_openmpi) sh bench/collectives.sh $(BINDIR) $(BUILD) $(P)
 
 # The interposition library's column (bench/interpose.sh): MPI_Iallreduce through the preload
 # next to nbc_iallreduce and MPICH's own, and the per-call cost of the interposition.

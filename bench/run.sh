@@ -10,7 +10,8 @@
 # table and plot of all of them, wide-pP.{md,dat,png} (bench/wide.sh, bench/wide.gp). At p = 2
 # the wide table and plot are also copied to docs/performance-p2.{md,png}, which
 # docs/performance.md shows: commit them together with the run.
-# GLOO_ARGS adds options to bench/gloo.
+# GLOO_ARGS adds options to bench/gloo. Last, all-to-all, gather and scan (bench/collectives.sh:
+# collectives-pP-{mpich,openmpi}.{txt,csv}; at p = 2 docs/performance-collectives-p2.md).
 : "${MPIEXEC:=mpiexec.mpich}"  # the MPI is named: plain mpiexec may be another one
 set -e
 BINDIR=${1:-bin}
@@ -109,3 +110,6 @@ if command -v valgrind > /dev/null; then
 else
     echo "valgrind is missing: no instruction count"
 fi
+
+# all-to-all, gather and scan beside the MPIs' calls (at p = 2: docs/performance-collectives-p2.md)
+sh bench/collectives.sh "$BINDIR" "$BUILD" "$P"
