@@ -209,11 +209,12 @@ typedef struct {
     uint64_t out;                 /* elements of recvbuf that hold the result */
 } vshape;
 
-/* MPI_IN_PLACE of a reduce is the root's alone: the other ranks pass their data as usual. */
+/* MPI_IN_PLACE of a reduce, gather or scatter is the root's alone: the other ranks pass their
+ * data as usual. */
 static int inplace_at(const vctx *v, int64_t rank)
 {
     if (v->coll == COLL_ALLREDUCE_MULTI) return 1; /* always in place: the buffers are the input */
-    return v->a->base.inplace && (v->coll != COLL_REDUCE || rank == v->a->base.root);
+    return collective_inplace_at(v->coll, rank, v->a->base.root, v->a->base.inplace);
 }
 
 static vshape shape_of(const vctx *v, int64_t rank)
@@ -230,6 +231,7 @@ static vshape shape_of(const vctx *v, int64_t rank)
     if (v->coll == COLL_BCAST && rank == a->base.root) s.own_lo = 0, s.own_hi = (uint64_t)a->base.count;
     if (v->coll == COLL_REDUCE_SCATTER && inplace) s.out = (uint64_t)a->base.count;
     if (v->coll == COLL_ALLREDUCE_MULTI) s.extra = (uint64_t)a->base.count;
+    if (v->coll == COLL_EXSCAN && rank == 0 && !inplace) s.out = 0; /* untouched: nothing to expect */
     return s;
 }
 
@@ -752,10 +754,34 @@ static sym_piece expected(const vctx *v, uint32_t rank, uint64_t pos, uint64_t o
         x.orig = pos;
         return x;
     }
-    case COLL_ALLGATHER: {
+    case COLL_ALLGATHER:
+    case COLL_GATHER: {
         uint64_t c = (uint64_t)a->base.count, blk = pos / c;
         sym_piece x = contribution(v, (uint32_t)blk, c - pos % c);
         x.orig = pos % c;
+        return x;
+    }
+    case COLL_ALLTOALL: { /* block b is rank b's block `rank` */
+        uint64_t c = (uint64_t)a->base.count, blk = pos / c;
+        sym_piece x = contribution(v, (uint32_t)blk, c - pos % c);
+        x.orig = rank * c + pos % c;
+        return x;
+    }
+    case COLL_SCATTER: { /* the root's block `rank`; in place, the root's whole input, untouched */
+        sym_piece x = contribution(v, (uint32_t)a->base.root, out - pos);
+        x.orig = (inplace_at(v, rank) ? 0 : rank * (uint64_t)a->base.count) + pos;
+        return x;
+    }
+    case COLL_SCAN:
+    case COLL_EXSCAN: { /* ranks 0 .. rank (or rank - 1), in rank order; exscan's rank 0 keeps its input */
+        uint32_t hi = v->coll == COLL_SCAN ? rank + 1 : rank;
+        if (hi == 0) {
+            sym_piece x = contribution(v, 0, out - pos);
+            x.orig = pos;
+            return x;
+        }
+        sym_piece x = {.len = out - pos, .orig = pos, .sum = 0, .cnt = hi, .lo = 0, .hi = hi};
+        for (uint32_t q = 0; q < hi; q++) x.sum += key(v, q);
         return x;
     }
     default: return all;

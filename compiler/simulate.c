@@ -178,8 +178,8 @@ static int start_rank(sctx *c, uint32_t r)
 {
     compile_args ca = sim_compile_args(c->a);
     ca.rank = r;
-    /* MPI_IN_PLACE of a reduce is the root's alone */
-    if (c->s->collective && collective_from_name(c->s->collective) == COLL_REDUCE && (int64_t)r != c->a->root) ca.inplace = 0;
+    /* MPI_IN_PLACE of a reduce, gather or scatter is the root's alone */
+    if (c->s->collective) ca.inplace = collective_inplace_at(collective_from_name(c->s->collective), r, c->a->root, ca.inplace);
     nbc_program *prog;
     int rc = compile_program(c->lib, c->s, &ca, &prog, c->d);
     if (rc != COMPILE_OK) {

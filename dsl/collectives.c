@@ -7,7 +7,13 @@
 #include <string.h>
 
 /* A buffer's length in elements, as a function of p, count and whether the rank is the root. */
-enum { LEN_0, LEN_COUNT, LEN_P_COUNT, LEN_COUNT_AT_ROOT /* count at the root, 0 elsewhere */ };
+enum {
+    LEN_0,
+    LEN_COUNT,
+    LEN_P_COUNT,
+    LEN_COUNT_AT_ROOT,   /* count at the root, 0 elsewhere */
+    LEN_P_COUNT_AT_ROOT, /* p·count at the root, 0 elsewhere */
+};
 /* Where sendbuf lies inside recvbuf in place: at its start, or at the rank's own block. */
 enum { AT_START, AT_OWN_BLOCK };
 
@@ -20,7 +26,12 @@ enum { AT_START, AT_OWN_BLOCK };
     X(COLL_BARRIER, "barrier", 0, 0, LEN_0, LEN_0, LEN_0, AT_START)                                 \
     X(COLL_REDUCE_SCATTER, "reduce_scatter", 1, 0, LEN_P_COUNT, LEN_COUNT, LEN_P_COUNT, AT_START)   \
     X(COLL_ALLGATHER, "allgather", 0, 0, LEN_COUNT, LEN_P_COUNT, LEN_P_COUNT, AT_OWN_BLOCK)         \
-    X(COLL_ALLREDUCE_MULTI, "allreduce_multi", 1, 0, LEN_COUNT, LEN_COUNT, LEN_COUNT, AT_START)
+    X(COLL_ALLREDUCE_MULTI, "allreduce_multi", 1, 0, LEN_COUNT, LEN_COUNT, LEN_COUNT, AT_START)   \
+    X(COLL_ALLTOALL, "alltoall", 0, 0, LEN_P_COUNT, LEN_P_COUNT, LEN_P_COUNT, AT_START)             \
+    X(COLL_GATHER, "gather", 0, 1, LEN_COUNT, LEN_P_COUNT_AT_ROOT, LEN_P_COUNT_AT_ROOT, AT_OWN_BLOCK) \
+    X(COLL_SCATTER, "scatter", 0, 1, LEN_P_COUNT_AT_ROOT, LEN_COUNT, LEN_P_COUNT_AT_ROOT, AT_START) \
+    X(COLL_SCAN, "scan", 1, 0, LEN_COUNT, LEN_COUNT, LEN_COUNT, AT_START)                           \
+    X(COLL_EXSCAN, "exscan", 1, 0, LEN_COUNT, LEN_COUNT, LEN_COUNT, AT_START)
 
 #define NAME(c, name, reduces, rooted, send, recv, recv_inplace, at) [c] = name,
 const char *const collective_names[COLL_COUNT_] = {COLLECTIVES(NAME)};
@@ -33,6 +44,11 @@ static const coll_info infos[COLL_COUNT_] = {COLLECTIVES(INFO)};
 
 int collective_reduces(int c) { return c >= 0 && c < COLL_COUNT_ && infos[c].reduces; }
 int collective_rooted(int c) { return c >= 0 && c < COLL_COUNT_ && infos[c].rooted; }
+
+int collective_inplace_at(int c, int64_t rank, int64_t root, int inplace)
+{
+    return inplace && (!collective_rooted(c) || infos[c].send == LEN_0 || rank == root);
+}
 
 int collective_from_name(const char *name)
 {
@@ -47,6 +63,7 @@ static int64_t length(int len, int64_t p, int64_t count, int at_root)
     case LEN_COUNT: return count;
     case LEN_P_COUNT: return p * count;
     case LEN_COUNT_AT_ROOT: return at_root ? count : 0;
+    case LEN_P_COUNT_AT_ROOT: return at_root ? p * count : 0;
     default: return 0;
     }
 }

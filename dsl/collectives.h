@@ -13,6 +13,11 @@ typedef enum {
     COLL_REDUCE_SCATTER, /* block form: recv[k] = ⊕_r send_r[rank·count + k]  send p·count, recv count */
     COLL_ALLGATHER,      /* recv[r·count + k] = send_r[k]                    send count, recv p·count */
     COLL_ALLREDUCE_MULTI,/* every bufs(i)[k] = ⊕_r ⊕_j bufs_r(j)[k], in place; recvbuf is bufs(0) */
+    COLL_ALLTOALL,       /* recv[r·count + k] = send_r[rank·count + k]       send p·count, recv p·count */
+    COLL_GATHER,         /* at root: recv[r·count + k] = send_r[k]           send count, recv p·count at root, 0 elsewhere */
+    COLL_SCATTER,        /* recv[k] = root's send[rank·count + k]            send p·count at root, 0 elsewhere, recv count */
+    COLL_SCAN,           /* recv[k] = send_0[k] ⊕ .. ⊕ send_rank[k]          send count, recv count */
+    COLL_EXSCAN,         /* recv[k] = send_0[k] ⊕ .. ⊕ send_(rank-1)[k]; rank 0's recvbuf untouched */
     COLL_COUNT_
 } nbc_collective;
 
@@ -22,10 +27,15 @@ int collective_from_name(const char *name); /* -1 when unknown */
  * one unless its schedule is 'ordered'); whether it has a root. 0 for -1. */
 int collective_reduces(int c);
 int collective_rooted(int c);
+/* Whether MPI_IN_PLACE on `rank` makes that rank's call in place: for a rooted collective with
+ * data (reduce, gather, scatter) only the root's is; elsewhere every rank's. */
+int collective_inplace_at(int c, int64_t rank, int64_t root, int inplace);
 
 /* Element counts of sendbuf and recvbuf on `rank`, and where sendbuf lies inside recvbuf when
- * the call is in place (MPI_IN_PLACE): for allgather it is the rank's own block; for
- * reduce_scatter in place the input is the whole recvbuf, p·count long. */
+ * the call is in place (MPI_IN_PLACE): for allgather and gather it is the rank's own block; for
+ * reduce_scatter and alltoall in place the input is the whole recvbuf, p·count long. A scatter
+ * in place (the root's recvbuf is MPI_IN_PLACE) runs with the root's p·count sendbuf as its
+ * recvbuf: the input is all of it, and the root's block stays where it is. */
 typedef struct {
     int64_t send_len, recv_len, inplace_send_off;
 } coll_shape;

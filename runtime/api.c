@@ -249,36 +249,44 @@ static int init_call(const call *c, MPI_Info info, nbc_request *request)
     NBC_PUBLIC(persistent_init(c, info, request));
 }
 
+/* A call as the reductions, bcast and barrier pass it: one count and datatype. */
+static call plain_call(nbc_collective coll, const char *fn, void *const *bufs, int nbufs, const void *sendbuf,
+                       void *recvbuf, int count, int root, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    return (call){.coll = coll, .fn = fn, .bufs = bufs, .nbufs = nbufs, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                  .count = count, .root = root, .datatype = datatype, .op = op, .comm = comm};
+}
+
 int nbc_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                    MPI_Comm comm, nbc_request *request)
 {
-    call c = {COLL_ALLREDUCE, "nbc_iallreduce", NULL, 1, sendbuf, recvbuf, count, 0, datatype, op, comm};
+    call c = plain_call(COLL_ALLREDUCE, "nbc_iallreduce", NULL, 1, sendbuf, recvbuf, count, 0, datatype, op, comm);
     return start_call(&c, request);
 }
 
 int nbc_ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
                 MPI_Comm comm, nbc_request *request)
 {
-    call c = {COLL_REDUCE, "nbc_ireduce", NULL, 1, sendbuf, recvbuf, count, root, datatype, op, comm};
+    call c = plain_call(COLL_REDUCE, "nbc_ireduce", NULL, 1, sendbuf, recvbuf, count, root, datatype, op, comm);
     return start_call(&c, request);
 }
 
 int nbc_ibcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, nbc_request *request)
 {
-    call c = {COLL_BCAST, "nbc_ibcast", NULL, 1, NULL, buffer, count, root, datatype, MPI_OP_NULL, comm};
+    call c = plain_call(COLL_BCAST, "nbc_ibcast", NULL, 1, NULL, buffer, count, root, datatype, MPI_OP_NULL, comm);
     return start_call(&c, request);
 }
 
 int nbc_ibarrier(MPI_Comm comm, nbc_request *request)
 {
-    call c = {COLL_BARRIER, "nbc_ibarrier", NULL, 1, NULL, NULL, 0, 0, MPI_BYTE, MPI_OP_NULL, comm};
+    call c = plain_call(COLL_BARRIER, "nbc_ibarrier", NULL, 1, NULL, NULL, 0, 0, MPI_BYTE, MPI_OP_NULL, comm);
     return start_call(&c, request);
 }
 
 int nbc_ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
                               MPI_Op op, MPI_Comm comm, nbc_request *request)
 {
-    call c = {COLL_REDUCE_SCATTER, "nbc_ireduce_scatter_block", NULL, 1, sendbuf, recvbuf, recvcount, 0, datatype, op, comm};
+    call c = plain_call(COLL_REDUCE_SCATTER, "nbc_ireduce_scatter_block", NULL, 1, sendbuf, recvbuf, recvcount, 0, datatype, op, comm);
     return start_call(&c, request);
 }
 
@@ -287,15 +295,60 @@ int nbc_iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
 {
     int rc = call_allgather_check(sendbuf, sendcount, sendtype, recvcount, recvtype);
     if (rc != MPI_SUCCESS) return rc;
-    call c = {COLL_ALLGATHER, "nbc_iallgather", NULL, 1, sendbuf, recvbuf, recvcount, 0, recvtype, MPI_OP_NULL, comm};
+    call c = plain_call(COLL_ALLGATHER, "nbc_iallgather", NULL, 1, sendbuf, recvbuf, recvcount, 0, recvtype, MPI_OP_NULL, comm);
     return start_call(&c, request);
 }
 
 int nbc_iallreduce_multi(void *bufs[], int nbufs, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                          nbc_request *request)
 {
-    call c = {COLL_ALLREDUCE_MULTI, "nbc_iallreduce_multi", bufs, nbufs, MPI_IN_PLACE,
-              bufs && nbufs > 0 ? bufs[0] : NULL, count, 0, datatype, op, comm};
+    call c = plain_call(COLL_ALLREDUCE_MULTI, "nbc_iallreduce_multi", bufs, nbufs, MPI_IN_PLACE,
+              bufs && nbufs > 0 ? bufs[0] : NULL, count, 0, datatype, op, comm);
+    return start_call(&c, request);
+}
+
+/* The data-movement collectives, on bytes (calls.c): each side's count and type as MPI passes
+ * them. */
+static call bytes_call(nbc_collective coll, const char *fn, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                       void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    return (call){.coll = coll, .fn = fn, .nbufs = 1, .sendbuf = sendbuf, .recvbuf = recvbuf, .root = root,
+                  .datatype = MPI_BYTE, .op = MPI_OP_NULL, .comm = comm, .sendcount = sendcount,
+                  .recvcount = recvcount, .sendtype = sendtype, .recvtype = recvtype};
+}
+
+int nbc_ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                  MPI_Datatype recvtype, MPI_Comm comm, nbc_request *request)
+{
+    call c = bytes_call(COLL_ALLTOALL, "nbc_ialltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, 0, comm);
+    return start_call(&c, request);
+}
+
+int nbc_igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                MPI_Datatype recvtype, int root, MPI_Comm comm, nbc_request *request)
+{
+    call c = bytes_call(COLL_GATHER, "nbc_igather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    return start_call(&c, request);
+}
+
+int nbc_iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                 MPI_Datatype recvtype, int root, MPI_Comm comm, nbc_request *request)
+{
+    call c = bytes_call(COLL_SCATTER, "nbc_iscatter", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    return start_call(&c, request);
+}
+
+int nbc_iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+              nbc_request *request)
+{
+    call c = plain_call(COLL_SCAN, "nbc_iscan", NULL, 1, sendbuf, recvbuf, count, 0, datatype, op, comm);
+    return start_call(&c, request);
+}
+
+int nbc_iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                nbc_request *request)
+{
+    call c = plain_call(COLL_EXSCAN, "nbc_iexscan", NULL, 1, sendbuf, recvbuf, count, 0, datatype, op, comm);
     return start_call(&c, request);
 }
 
@@ -304,35 +357,35 @@ int nbc_iallreduce_multi(void *bufs[], int nbufs, int count, MPI_Datatype dataty
 int nbc_allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                        MPI_Comm comm, MPI_Info info, nbc_request *request)
 {
-    call c = {COLL_ALLREDUCE, "nbc_allreduce_init", NULL, 1, sendbuf, recvbuf, count, 0, datatype, op, comm};
+    call c = plain_call(COLL_ALLREDUCE, "nbc_allreduce_init", NULL, 1, sendbuf, recvbuf, count, 0, datatype, op, comm);
     return init_call(&c, info, request);
 }
 
 int nbc_reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root,
                     MPI_Comm comm, MPI_Info info, nbc_request *request)
 {
-    call c = {COLL_REDUCE, "nbc_reduce_init", NULL, 1, sendbuf, recvbuf, count, root, datatype, op, comm};
+    call c = plain_call(COLL_REDUCE, "nbc_reduce_init", NULL, 1, sendbuf, recvbuf, count, root, datatype, op, comm);
     return init_call(&c, info, request);
 }
 
 int nbc_bcast_init(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info,
                    nbc_request *request)
 {
-    call c = {COLL_BCAST, "nbc_bcast_init", NULL, 1, NULL, buffer, count, root, datatype, MPI_OP_NULL, comm};
+    call c = plain_call(COLL_BCAST, "nbc_bcast_init", NULL, 1, NULL, buffer, count, root, datatype, MPI_OP_NULL, comm);
     return init_call(&c, info, request);
 }
 
 int nbc_barrier_init(MPI_Comm comm, MPI_Info info, nbc_request *request)
 {
-    call c = {COLL_BARRIER, "nbc_barrier_init", NULL, 1, NULL, NULL, 0, 0, MPI_BYTE, MPI_OP_NULL, comm};
+    call c = plain_call(COLL_BARRIER, "nbc_barrier_init", NULL, 1, NULL, NULL, 0, 0, MPI_BYTE, MPI_OP_NULL, comm);
     return init_call(&c, info, request);
 }
 
 int nbc_reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype datatype,
                                   MPI_Op op, MPI_Comm comm, MPI_Info info, nbc_request *request)
 {
-    call c = {COLL_REDUCE_SCATTER, "nbc_reduce_scatter_block_init", NULL, 1, sendbuf, recvbuf, recvcount, 0,
-              datatype, op, comm};
+    call c = plain_call(COLL_REDUCE_SCATTER, "nbc_reduce_scatter_block_init", NULL, 1, sendbuf, recvbuf, recvcount, 0,
+              datatype, op, comm);
     return init_call(&c, info, request);
 }
 
@@ -341,15 +394,50 @@ int nbc_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype
 {
     int rc = call_allgather_check(sendbuf, sendcount, sendtype, recvcount, recvtype);
     if (rc != MPI_SUCCESS) return rc;
-    call c = {COLL_ALLGATHER, "nbc_allgather_init", NULL, 1, sendbuf, recvbuf, recvcount, 0, recvtype, MPI_OP_NULL, comm};
+    call c = plain_call(COLL_ALLGATHER, "nbc_allgather_init", NULL, 1, sendbuf, recvbuf, recvcount, 0, recvtype, MPI_OP_NULL, comm);
     return init_call(&c, info, request);
 }
 
 int nbc_allreduce_multi_init(void *bufs[], int nbufs, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                              MPI_Info info, nbc_request *request)
 {
-    call c = {COLL_ALLREDUCE_MULTI, "nbc_allreduce_multi_init", bufs, nbufs, MPI_IN_PLACE,
-              bufs && nbufs > 0 ? bufs[0] : NULL, count, 0, datatype, op, comm};
+    call c = plain_call(COLL_ALLREDUCE_MULTI, "nbc_allreduce_multi_init", bufs, nbufs, MPI_IN_PLACE,
+              bufs && nbufs > 0 ? bufs[0] : NULL, count, 0, datatype, op, comm);
+    return init_call(&c, info, request);
+}
+
+int nbc_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                      MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, nbc_request *request)
+{
+    call c = bytes_call(COLL_ALLTOALL, "nbc_alltoall_init", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, 0, comm);
+    return init_call(&c, info, request);
+}
+
+int nbc_gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                    MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, nbc_request *request)
+{
+    call c = bytes_call(COLL_GATHER, "nbc_gather_init", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    return init_call(&c, info, request);
+}
+
+int nbc_scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                     MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, nbc_request *request)
+{
+    call c = bytes_call(COLL_SCATTER, "nbc_scatter_init", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    return init_call(&c, info, request);
+}
+
+int nbc_scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                  MPI_Info info, nbc_request *request)
+{
+    call c = plain_call(COLL_SCAN, "nbc_scan_init", NULL, 1, sendbuf, recvbuf, count, 0, datatype, op, comm);
+    return init_call(&c, info, request);
+}
+
+int nbc_exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                    MPI_Info info, nbc_request *request)
+{
+    call c = plain_call(COLL_EXSCAN, "nbc_exscan_init", NULL, 1, sendbuf, recvbuf, count, 0, datatype, op, comm);
     return init_call(&c, info, request);
 }
 

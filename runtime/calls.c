@@ -78,7 +78,29 @@ static int check_op(MPI_Op op, MPI_Datatype dt, const reduce_kernels **kernel, i
     return MPI_SUCCESS;
 }
 
+int call_bytes(const char *fn, int count, MPI_Datatype type, int64_t *bytes)
+{
+    *bytes = 0;
+    if (count < 0) return nbc_fail(MPI_ERR_COUNT, "%s: count %d is negative", fn, count);
+    MPI_Aint esize;
+    int rc = check_datatype(type, &esize);
+    if (rc) return rc;
+    *bytes = (int64_t)count * (int64_t)esize;
+    return MPI_SUCCESS;
+}
+
 /* ---- collectives ---- */
+
+/* The collectives that move data without reducing it run on bytes: each rank's counts and
+ * types become a block's bytes, so that types of equal signature may differ between ranks. */
+static int on_bytes(nbc_collective coll) { return coll == COLL_ALLTOALL || coll == COLL_GATHER || coll == COLL_SCATTER; }
+
+/* Whether the call is in place: MPI_IN_PLACE as sendbuf, or as the root's recvbuf of a
+ * scatter (whose input then stays in sendbuf, which the program takes as its recvbuf). */
+static int call_inplace(const call *c)
+{
+    return c->coll == COLL_SCATTER ? c->recvbuf == MPI_IN_PLACE : c->sendbuf == MPI_IN_PLACE;
+}
 
 /* Whether n bytes at a and m bytes at b share a byte. */
 static int overlap(const void *a, int64_t n, const void *b, int64_t m)
@@ -111,14 +133,56 @@ static int check_aliasing(const call *c, int size, int rank, int64_t esize)
     return MPI_SUCCESS;
 }
 
-/* Every argument is checked before anything is touched. */
-static int check_call(const call *c, int size, int rank, MPI_Aint *esize, const reduce_kernels **kernel, int *commutative)
+/* A data-movement collective's arguments, as far as they are significant on this rank, and its
+ * block's bytes (*count). MPI_IN_PLACE: alltoall's sendbuf, gather's sendbuf at the root,
+ * scatter's recvbuf at the root. */
+static int check_bytes_call(const call *c, int size, int rank, int64_t *count)
+{
+    int rc;
+    int64_t sb = 0, rb = 0;
+    int root = c->coll != COLL_ALLTOALL, at_root = root && rank == c->root;
+    if (root && (c->root < 0 || c->root >= size))
+        return nbc_fail(MPI_ERR_ROOT, "%s: root %d is outside 0..%d", c->fn, c->root, size - 1);
+    /* which sides are significant here */
+    int inplace = call_inplace(c);
+    int uses_send = c->coll == COLL_ALLTOALL ? !inplace : c->coll == COLL_GATHER ? !(at_root && inplace) : at_root;
+    int uses_recv = c->coll == COLL_ALLTOALL ? 1 : c->coll == COLL_GATHER ? at_root : !(at_root && inplace);
+    if (inplace && root && !at_root)
+        return nbc_fail(MPI_ERR_BUFFER, "%s: MPI_IN_PLACE is for the root only", c->fn);
+    if (c->coll == COLL_SCATTER && at_root && c->sendbuf == MPI_IN_PLACE)
+        return nbc_fail(MPI_ERR_BUFFER, "%s: MPI_IN_PLACE is not a send buffer of a scatter; pass it as the root's recvbuf", c->fn);
+    if (uses_send && (rc = call_bytes(c->fn, c->sendcount, c->sendtype, &sb))) return rc;
+    if (uses_recv && (rc = call_bytes(c->fn, c->recvcount, c->recvtype, &rb))) return rc;
+    if (uses_send && uses_recv && sb != rb)
+        return nbc_fail(MPI_ERR_COUNT, "%s: sendcount × the size of sendtype (%lld bytes) differs from recvcount × the size "
+                        "of recvtype (%lld bytes)", c->fn, (long long)sb, (long long)rb);
+    *count = uses_recv ? rb : sb;
+    /* the bytes each buffer spans here */
+    int64_t send = c->coll == COLL_GATHER ? sb : (int64_t)size * sb;
+    int64_t recv = c->coll == COLL_SCATTER ? rb : (int64_t)size * rb;
+    if (uses_send && send > 0 && !c->sendbuf) return nbc_fail(MPI_ERR_BUFFER, "%s: sendbuf is NULL", c->fn);
+    if (uses_recv && recv > 0 && !c->recvbuf) return nbc_fail(MPI_ERR_BUFFER, "%s: recvbuf is NULL", c->fn);
+    if (uses_recv && c->recvbuf == MPI_IN_PLACE)
+        return nbc_fail(MPI_ERR_BUFFER, "%s: MPI_IN_PLACE is not a receive buffer", c->fn);
+    if (uses_send && uses_recv && overlap(c->sendbuf, send, c->recvbuf, recv))
+        return nbc_fail(MPI_ERR_BUFFER, "%s: sendbuf and recvbuf overlap (%s); pass MPI_IN_PLACE as %s to work in place",
+                        c->fn, c->sendbuf == c->recvbuf ? "they are the same buffer" : "in part",
+                        c->coll == COLL_SCATTER ? "the root's recvbuf" : "sendbuf");
+    return MPI_SUCCESS;
+}
+
+/* Every argument is checked before anything is touched. *count: the count the program is
+ * compiled for (a block's bytes for the collectives on bytes). */
+static int check_call(const call *c, int size, int rank, MPI_Aint *esize, int64_t *count, const reduce_kernels **kernel,
+                      int *commutative)
 {
     int rc;
     *esize = 1;
+    *count = c->coll == COLL_BARRIER ? 0 : c->count;
     *kernel = NULL;
     *commutative = 1;
     if (c->coll == COLL_BARRIER) return MPI_SUCCESS;
+    if (on_bytes(c->coll)) return check_bytes_call(c, size, rank, count);
     if (c->count < 0) return nbc_fail(MPI_ERR_COUNT, "%s: count %d is negative", c->fn, c->count);
     if ((rc = check_datatype(c->datatype, esize))) return rc;
     if (collective_reduces(c->coll) && (rc = check_op(c->op, c->datatype, kernel, commutative))) return rc;
@@ -178,7 +242,7 @@ static int shared_programs(nbc_collective coll, compile_args *args, cache_entry 
  * compile_args) takes that call's programs again, without building a key or searching the
  * cache, as long as the epoch says nothing changed; the memo holds no reference of its own, so
  * it only remembers programs that stay in the cache until the epoch moves. */
-static int shape_of(const call *c, int commutative) { return (c->sendbuf == MPI_IN_PLACE) | commutative << 1 | c->nbufs << 2; }
+static int shape_of(const call *c, int commutative) { return call_inplace(c) | commutative << 1 | c->nbufs << 2; }
 
 static int same_signature(const call_signature *x, const call_signature *y)
 {
@@ -213,11 +277,16 @@ static void memo_keep(comm_state *cs, const call_signature *sig, int shape, cach
  * the slots. */
 static void set_call(struct nbc_req *r, const call *c, const reduce_kernels *kernel)
 {
-    r->st.datatype = c->coll == COLL_BARRIER ? MPI_BYTE : c->datatype;
+    r->st.datatype = c->coll == COLL_BARRIER || on_bytes(c->coll) ? MPI_BYTE : c->datatype;
     r->st.op = c->op;
     r->st.kernel = kernel;
-    r->st.base[SLOT_SEND] = (char *)(c->sendbuf == MPI_IN_PLACE ? c->recvbuf : (void *)(uintptr_t)c->sendbuf);
-    r->st.base[SLOT_RECV] = c->recvbuf;
+    char *send = (char *)(uintptr_t)c->sendbuf;
+    if (c->coll == COLL_SCATTER && call_inplace(c)) { /* the root's input is its recvbuf, and stays there */
+        r->st.base[SLOT_SEND] = r->st.base[SLOT_RECV] = send;
+    } else {
+        r->st.base[SLOT_SEND] = c->sendbuf == MPI_IN_PLACE ? c->recvbuf : send;
+        r->st.base[SLOT_RECV] = c->recvbuf;
+    }
     for (int i = 1; i < c->nbufs; i++) r->st.base[SLOT_EXTRA + i - 1] = c->bufs[i];
 }
 
@@ -244,7 +313,7 @@ static struct nbc_req *reuse_spare(comm_state *cs, const call *c, const call_sig
 static compile_args args_of(const call *c, const call_signature *sig, int size, int rank, int commutative)
 {
     return (compile_args){.p = size, .rank = rank, .count = sig->count, .esize = sig->esize,
-                          .inplace = c->sendbuf == MPI_IN_PLACE, .commutative = commutative, .root = c->root,
+                          .inplace = call_inplace(c), .commutative = commutative, .root = c->root,
                           .nbufs = c->nbufs};
 }
 
@@ -268,14 +337,15 @@ int call_prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out, comm_
         MPI_Comm_rank(c->comm, &rank);
     }
     MPI_Aint esize;
+    int64_t count;
     const reduce_kernels *kernel;
     int commutative;
-    if ((rc = check_call(c, size, rank, &esize, &kernel, &commutative))) return rc;
+    if ((rc = check_call(c, size, rank, &esize, &count, &kernel, &commutative))) return rc;
 
     if (!cs && (rc = comm_state_of(c->comm, &cs))) return rc;
     if (checked) *checked = cs; /* the arguments are fine: a failure from here on is the call's own */
     int shape = shape_of(c, commutative);
-    call_signature sig = {.coll = c->coll, .count = c->coll == COLL_BARRIER ? 0 : c->count, .esize = esize,
+    call_signature sig = {.coll = c->coll, .count = count, .esize = esize,
                           .root = c->root, .op = c->op};
     cache_entry *progs[RUN_CHOICES] = {NULL};
     struct nbc_req *r;

@@ -16,6 +16,10 @@ typedef struct {
     MPI_Datatype datatype;
     MPI_Op op;
     MPI_Comm comm;
+    /* the data-movement collectives (alltoall, gather, scatter): each side's count and type,
+     * as MPI passes them; they run on bytes (call_bytes), count and datatype unused */
+    int sendcount, recvcount;
+    MPI_Datatype sendtype, recvtype;
 } call;
 
 /* A request for the call, not started (chunk_bytes > 0: cut into segments of that size).
@@ -25,6 +29,9 @@ int call_prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out, comm_
 /* Prepares and starts the call: nbc_iallreduce and its siblings. */
 int call_start(const call *c, nbc_request *request);
 void call_launch(struct nbc_req *r);
+/* count elements of type in bytes (*bytes), after checking both: MPI_ERR_COUNT for a negative
+ * count, MPI_ERR_TYPE for a type that is not contiguous (through nbc_fail, naming fn). */
+int call_bytes(const char *fn, int count, MPI_Datatype type, int64_t *bytes);
 int call_allgather_check(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int recvcount,
                          MPI_Datatype recvtype);
 

@@ -64,6 +64,38 @@ int nbc_ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
 int nbc_iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                    int recvcount, MPI_Datatype recvtype, MPI_Comm comm, nbc_request *request);
 
+/* Like MPI_Ialltoall: block r of recvbuf (recvcount elements of recvtype) receives block
+ * `rank` of rank r's sendbuf (sendcount elements of sendtype). Send and receive types may
+ * differ as long as their sizes match (sendcount × size of sendtype == recvcount × size of
+ * recvtype); both must be contiguous. With MPI_IN_PLACE as sendbuf, recvbuf is the input
+ * (p·recvcount elements) and is replaced by the result. */
+int nbc_ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                  MPI_Datatype recvtype, MPI_Comm comm, nbc_request *request);
+
+/* Like MPI_Igather: at root, block r of recvbuf (recvcount elements of recvtype) receives
+ * rank r's sendbuf (sendcount elements of sendtype, of the same size in bytes); recvbuf,
+ * recvcount and recvtype are ignored elsewhere. MPI_IN_PLACE as sendbuf at the root only: its
+ * block is already in place (sendcount and sendtype are then ignored). */
+int nbc_igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                MPI_Datatype recvtype, int root, MPI_Comm comm, nbc_request *request);
+
+/* Like MPI_Iscatter: rank r's recvbuf (recvcount elements of recvtype) receives block r of
+ * the root's sendbuf (p·sendcount elements of sendtype, blocks of the same size in bytes);
+ * sendbuf, sendcount and sendtype are ignored elsewhere. MPI_IN_PLACE as recvbuf at the root
+ * only: the root's block stays in sendbuf (recvcount and recvtype are then ignored). */
+int nbc_iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                 MPI_Datatype recvtype, int root, MPI_Comm comm, nbc_request *request);
+
+/* Like MPI_Iscan: rank r's recvbuf holds sendbuf_0 op sendbuf_1 op .. op sendbuf_r, always in
+ * rank order (non-commutative ops work). sendbuf may be MPI_IN_PLACE (the input is recvbuf). */
+int nbc_iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+              nbc_request *request);
+
+/* Like MPI_Iexscan: rank r > 0's recvbuf holds sendbuf_0 op .. op sendbuf_(r-1), in rank order;
+ * rank 0's recvbuf is left untouched. sendbuf may be MPI_IN_PLACE (the input is recvbuf). */
+int nbc_iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                nbc_request *request);
+
 /* Gloo's multi-buffer allreduce: reduces the nbufs local buffers (1 .. 16, count elements
  * each) of every process and leaves the result in all of them. The local reduction and the
  * local broadcast are part of the schedule, pipelined with the communication where the
@@ -101,6 +133,16 @@ int nbc_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype
                        MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, nbc_request *request);
 int nbc_allreduce_multi_init(void *bufs[], int nbufs, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                              MPI_Info info, nbc_request *request);
+int nbc_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                      MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, nbc_request *request);
+int nbc_gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                    MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, nbc_request *request);
+int nbc_scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                     MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, nbc_request *request);
+int nbc_scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                  MPI_Info info, nbc_request *request);
+int nbc_exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                    MPI_Info info, nbc_request *request);
 int nbc_start(nbc_request *request);
 int nbc_startall(int count, nbc_request requests[]);
 int nbc_request_free(nbc_request *request);
@@ -138,12 +180,11 @@ int nbc_waitall(int count, nbc_request requests[]);
 int nbc_load_schedules(const char *path);
 
 /* Force the schedule for a collective ("allreduce", "reduce", "bcast", "barrier",
- * "reduce_scatter", "allgather") by name, optionally with parameters:
- * "segmented_ring:segsize=65536". A name may leave out its collective's prefix ("ring" for
- * "allreduce_ring"). NULL or "" restores automatic selection. The environment variables
- * NBC_ALLREDUCE, NBC_REDUCE, NBC_BCAST, NBC_BARRIER, NBC_REDUCE_SCATTER, NBC_ALLGATHER and
- * NBC_ALLREDUCE_MULTI do
- * the same at nbc_init. A forced schedule whose preconditions fail makes the collective return
+ * "reduce_scatter", "allgather", "alltoall", "gather", "scatter", "scan", "exscan") by name,
+ * optionally with parameters: "segmented_ring:segsize=65536". A name may leave out its
+ * collective's prefix ("ring" for "allreduce_ring"). NULL or "" restores automatic selection.
+ * The environment variables NBC_<COLLECTIVE> (NBC_ALLREDUCE, NBC_ALLTOALL, ..,
+ * NBC_ALLREDUCE_MULTI) do the same at nbc_init. A forced schedule whose preconditions fail makes the collective return
  * MPI_ERR_ARG, with the failed condition in nbc_error_message. */
 int nbc_set_schedule(const char *collective, const char *name);
 

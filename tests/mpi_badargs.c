@@ -16,7 +16,7 @@ static int P, me;
 
 /* ---- cases: recorded locally, reported once at the end ---------------------------------- */
 
-enum { MAXCASES = 64 };
+enum { MAXCASES = 128 };
 typedef struct {
     char name[96];
     int failed;
@@ -249,7 +249,104 @@ static int bcast_in_place(nbc_request *r) { return nbc_ibcast(MPI_IN_PLACE, N, M
 static int force_bad_param(nbc_request *r) { (void)r; return nbc_set_schedule("allreduce", "segmented_ring:segsz=8"); }
 static int force_bad_syntax(nbc_request *r) { (void)r; return nbc_set_schedule("allreduce", "segmented_ring:segsize"); }
 static int force_wrong_collective(nbc_request *r) { (void)r; return nbc_set_schedule("bcast", "allreduce_ring"); }
-static int force_unknown_collective(nbc_request *r) { (void)r; return nbc_set_schedule("alltoall", "ring"); }
+static int force_unknown_collective(nbc_request *r) { (void)r; return nbc_set_schedule("neighbor_alltoall", "ring"); }
+
+/* alltoall, gather, scatter (on bytes), scan, exscan; `other` is a rank other than this one
+ * (this one at p = 1), so that a rooted call is refused alike everywhere */
+#define OTHER (me == 0 ? 1 % P : 0)
+static int a2a_count(nbc_request *r) { return nbc_ialltoall(sendbuf, -1, MPI_INT, recvbuf, 1, MPI_INT, MPI_COMM_WORLD, r); }
+static int a2a_type(nbc_request *r) { return nbc_ialltoall(sendbuf, 1, MPI_INT, recvbuf, 1, MPI_DATATYPE_NULL, MPI_COMM_WORLD, r); }
+static int a2a_sizes(nbc_request *r) { return nbc_ialltoall(sendbuf, 1, MPI_INT, recvbuf, 1, MPI_DOUBLE, MPI_COMM_WORLD, r); }
+static int a2a_noncontiguous(nbc_request *r)
+{
+    MPI_Datatype v;
+    MPI_Type_vector(2, 1, 2, MPI_INT, &v);
+    MPI_Type_commit(&v);
+    int rc = nbc_ialltoall(sendbuf, 1, v, recvbuf, 1, v, MPI_COMM_WORLD, r);
+    MPI_Type_free(&v);
+    return rc;
+}
+static int a2a_null_recv(nbc_request *r) { return nbc_ialltoall(sendbuf, 1, MPI_INT, NULL, 1, MPI_INT, MPI_COMM_WORLD, r); }
+static int a2a_recv_in_place(nbc_request *r) { return nbc_ialltoall(sendbuf, 1, MPI_INT, MPI_IN_PLACE, 1, MPI_INT, MPI_COMM_WORLD, r); }
+static int a2a_alias(nbc_request *r) { return nbc_ialltoall(recvbuf, 2, MPI_INT, recvbuf + 1, 2, MPI_INT, MPI_COMM_WORLD, r); }
+static int a2a_comm(nbc_request *r) { return nbc_ialltoall(sendbuf, 1, MPI_INT, recvbuf, 1, MPI_INT, MPI_COMM_NULL, r); }
+static int a2a_init_alias(nbc_request *r)
+{
+    return nbc_alltoall_init(recvbuf, 1, MPI_INT, recvbuf, 1, MPI_INT, MPI_COMM_WORLD, MPI_INFO_NULL, r);
+}
+static int gather_root(nbc_request *r) { return nbc_igather(sendbuf, 1, MPI_INT, recvbuf, 1, MPI_INT, P, MPI_COMM_WORLD, r); }
+static int gather_root_negative(nbc_request *r) { return nbc_igather(sendbuf, 1, MPI_INT, recvbuf, 1, MPI_INT, -1, MPI_COMM_WORLD, r); }
+static int gather_in_place_off_root(nbc_request *r)
+{
+    return nbc_igather(MPI_IN_PLACE, 1, MPI_INT, recvbuf, 1, MPI_INT, OTHER, MPI_COMM_WORLD, r);
+}
+static int gather_recvcount(nbc_request *r) { return nbc_igather(sendbuf, 1, MPI_INT, recvbuf, -1, MPI_INT, me, MPI_COMM_WORLD, r); }
+static int gather_recvtype(nbc_request *r) { return nbc_igather(sendbuf, 1, MPI_INT, recvbuf, 1, MPI_DATATYPE_NULL, me, MPI_COMM_WORLD, r); }
+static int gather_null_send(nbc_request *r) { return nbc_igather(NULL, 1, MPI_INT, recvbuf, 1, MPI_INT, OTHER, MPI_COMM_WORLD, r); }
+static int gather_alias(nbc_request *r) { return nbc_igather(recvbuf, 1, MPI_INT, recvbuf, 1, MPI_INT, me, MPI_COMM_WORLD, r); }
+static int gather_init_root(nbc_request *r)
+{
+    return nbc_gather_init(sendbuf, 1, MPI_INT, recvbuf, 1, MPI_INT, P + 2, MPI_COMM_WORLD, MPI_INFO_NULL, r);
+}
+static int scatter_root(nbc_request *r) { return nbc_iscatter(sendbuf, 1, MPI_INT, recvbuf, 1, MPI_INT, P + 1, MPI_COMM_WORLD, r); }
+static int scatter_recv_in_place_off_root(nbc_request *r)
+{
+    return nbc_iscatter(sendbuf, 1, MPI_INT, MPI_IN_PLACE, 1, MPI_INT, OTHER, MPI_COMM_WORLD, r);
+}
+static int scatter_send_in_place(nbc_request *r) { return nbc_iscatter(MPI_IN_PLACE, 1, MPI_INT, recvbuf, 1, MPI_INT, me, MPI_COMM_WORLD, r); }
+static int scatter_recvcount(nbc_request *r) { return nbc_iscatter(sendbuf, 1, MPI_INT, recvbuf, -4, MPI_INT, OTHER, MPI_COMM_WORLD, r); }
+static int scatter_null_recv(nbc_request *r) { return nbc_iscatter(sendbuf, 1, MPI_INT, NULL, 1, MPI_INT, OTHER, MPI_COMM_WORLD, r); }
+static int scatter_sizes(nbc_request *r) { return nbc_iscatter(sendbuf, 2, MPI_INT, recvbuf, 1, MPI_INT, me, MPI_COMM_WORLD, r); }
+static int scatter_alias(nbc_request *r) { return nbc_iscatter(recvbuf, 1, MPI_INT, recvbuf + P - 1, 1, MPI_INT, me, MPI_COMM_WORLD, r); }
+static int scan_op(nbc_request *r) { return nbc_iscan(sendbuf, recvbuf, N, MPI_INT, MPI_OP_NULL, MPI_COMM_WORLD, r); }
+static int scan_op_on_double(nbc_request *r) { return nbc_iscan(sendbuf, recvbuf, 1, MPI_DOUBLE, MPI_BAND, MPI_COMM_WORLD, r); }
+static int scan_count(nbc_request *r) { return nbc_iscan(sendbuf, recvbuf, -1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, r); }
+static int scan_alias(nbc_request *r) { return nbc_iscan(recvbuf, recvbuf, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, r); }
+static int scan_recv_in_place(nbc_request *r) { return nbc_iscan(sendbuf, MPI_IN_PLACE, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, r); }
+static int exscan_type(nbc_request *r) { return nbc_iexscan(sendbuf, recvbuf, N, MPI_DATATYPE_NULL, MPI_SUM, MPI_COMM_WORLD, r); }
+static int exscan_null_recv(nbc_request *r) { return nbc_iexscan(sendbuf, NULL, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, r); }
+static int exscan_comm(nbc_request *r) { return nbc_iexscan(sendbuf, recvbuf, N, MPI_INT, MPI_SUM, MPI_COMM_NULL, r); }
+static int exscan_init_alias(nbc_request *r)
+{
+    return nbc_exscan_init(recvbuf, recvbuf, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, r);
+}
+
+static void fixed_count_collectives(void)
+{
+    expect("nbc_ialltoall negative sendcount -> MPI_ERR_COUNT", MPI_ERR_COUNT, a2a_count);
+    expect("nbc_ialltoall MPI_DATATYPE_NULL recvtype -> MPI_ERR_TYPE", MPI_ERR_TYPE, a2a_type);
+    expect("nbc_ialltoall send and receive sizes differ -> MPI_ERR_COUNT", MPI_ERR_COUNT, a2a_sizes);
+    expect("nbc_ialltoall non-contiguous type -> MPI_ERR_TYPE", MPI_ERR_TYPE, a2a_noncontiguous);
+    expect("nbc_ialltoall NULL recvbuf -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, a2a_null_recv);
+    expect("nbc_ialltoall recvbuf MPI_IN_PLACE -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, a2a_recv_in_place);
+    expect("nbc_ialltoall sendbuf overlapping recvbuf -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, a2a_alias);
+    expect("nbc_ialltoall MPI_COMM_NULL -> MPI_ERR_COMM", MPI_ERR_COMM, a2a_comm);
+    expect("nbc_alltoall_init sendbuf == recvbuf -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, a2a_init_alias);
+    expect("nbc_igather root p -> MPI_ERR_ROOT", MPI_ERR_ROOT, gather_root);
+    expect("nbc_igather root -1 -> MPI_ERR_ROOT", MPI_ERR_ROOT, gather_root_negative);
+    if (P > 1) expect("nbc_igather MPI_IN_PLACE off the root -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, gather_in_place_off_root);
+    expect("nbc_igather negative recvcount at the root -> MPI_ERR_COUNT", MPI_ERR_COUNT, gather_recvcount);
+    expect("nbc_igather MPI_DATATYPE_NULL recvtype at the root -> MPI_ERR_TYPE", MPI_ERR_TYPE, gather_recvtype);
+    if (P > 1) expect("nbc_igather NULL sendbuf -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, gather_null_send);
+    expect("nbc_igather sendbuf == recvbuf at the root -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, gather_alias);
+    expect("nbc_gather_init root p+2 -> MPI_ERR_ROOT", MPI_ERR_ROOT, gather_init_root);
+    expect("nbc_iscatter root p+1 -> MPI_ERR_ROOT", MPI_ERR_ROOT, scatter_root);
+    if (P > 1) expect("nbc_iscatter recvbuf MPI_IN_PLACE off the root -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, scatter_recv_in_place_off_root);
+    expect("nbc_iscatter sendbuf MPI_IN_PLACE at the root -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, scatter_send_in_place);
+    if (P > 1) expect("nbc_iscatter negative recvcount -> MPI_ERR_COUNT", MPI_ERR_COUNT, scatter_recvcount);
+    if (P > 1) expect("nbc_iscatter NULL recvbuf -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, scatter_null_recv);
+    expect("nbc_iscatter send and receive sizes differ at the root -> MPI_ERR_COUNT", MPI_ERR_COUNT, scatter_sizes);
+    expect("nbc_iscatter recvbuf inside sendbuf at the root -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, scatter_alias);
+    expect("nbc_iscan MPI_OP_NULL -> MPI_ERR_OP", MPI_ERR_OP, scan_op);
+    expect("nbc_iscan MPI_BAND on doubles -> MPI_ERR_OP", MPI_ERR_OP, scan_op_on_double);
+    expect("nbc_iscan negative count -> MPI_ERR_COUNT", MPI_ERR_COUNT, scan_count);
+    expect("nbc_iscan sendbuf == recvbuf -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, scan_alias);
+    expect("nbc_iscan recvbuf MPI_IN_PLACE -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, scan_recv_in_place);
+    expect("nbc_iexscan MPI_DATATYPE_NULL -> MPI_ERR_TYPE", MPI_ERR_TYPE, exscan_type);
+    expect("nbc_iexscan NULL recvbuf -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, exscan_null_recv);
+    expect("nbc_iexscan MPI_COMM_NULL -> MPI_ERR_COMM", MPI_ERR_COMM, exscan_comm);
+    expect("nbc_exscan_init sendbuf == recvbuf -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, exscan_init_alias);
+}
 
 static void other_collectives(void)
 {
@@ -370,6 +467,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof bad_calls / sizeof *bad_calls; i++) bad_call(&bad_calls[i]);
     unknown_schedule();
     other_collectives();
+    fixed_count_collectives();
     null_requests();
     valid_calls();
     c = new_case("nbc_finalize");

@@ -136,6 +136,56 @@ static void decision_tree(void)
     result(!bad, name, "%d wrong, first: %s", bad, why_first);
 }
 
+/* The collectives on bytes (bytes: one block) after Open MPI's coll/tuned decision functions up
+ * to 4.0 (ompi_coll_tuned_alltoall_intra_dec_fixed, _gather_, _scatter_), transcribed here
+ * independently of default.rules; scan and exscan: recursive doubling, any op. */
+static const char *reference_bytes(nbc_collective c, long p, long b)
+{
+    if (c == COLL_ALLTOALL) {
+        if (p == 2) return "pairwise";
+        if (b < 200 && p > 12) return "bruck";
+        if (b < 3000) return "linear";
+        return "pairwise";
+    }
+    if (c == COLL_GATHER) {
+        if (b > 6000) return "linear"; /* Open MPI's linear_sync */
+        if (p > 60 || (p > 10 && b < 1024)) return "binomial";
+        return "linear";
+    }
+    if (p > 10 && b < 300) return "binomial";
+    return "linear";
+}
+
+static void fixed_count_rules(void)
+{
+    static const long p_edges[] = {1, 2, 3, 9, 10, 11, 12, 13, 33, 60, 61, 64, 1000};
+    static const long b_edges[] = {0, 1, 199, 200, 299, 300, 1023, 1024, 2999, 3000, 6000, 6001, 65536};
+    static const nbc_collective colls[] = {COLL_ALLTOALL, COLL_GATHER, COLL_SCATTER};
+    int checked = 0, bad = 0;
+    char why_first[256] = "";
+    for (size_t k = 0; k < 3; k++)
+        for (size_t i = 0; i < sizeof p_edges / sizeof *p_edges; i++)
+            for (size_t j = 0; j < sizeof b_edges / sizeof *b_edges; j++) {
+                const char *want = reference_bytes(colls[k], p_edges[i], b_edges[j]);
+                const char *got = choose(colls[k], p_edges[i], b_edges[j], 1, 1, NULL);
+                checked++;
+                if (strcmp(want, got) && !bad++)
+                    snprintf(why_first, sizeof why_first, "%s p=%ld bytes=%ld: reference %s, got %s", collective_names[colls[k]],
+                             p_edges[i], b_edges[j], want, got);
+            }
+    char name[128];
+    snprintf(name, sizeof name, "alltoall, gather and scatter follow Open MPI's decision functions (%d calls)", checked);
+    result(!bad, name, "%d wrong, first: %s", bad, why_first);
+    for (int commutative = 0; commutative < 2; commutative++) {
+        const char *got = choose(COLL_SCAN, 7, 100, 8, commutative, NULL);
+        result(!strcmp(got, "recursive_doubling"), commutative ? "scan, commutative op: recursive doubling" : "scan, non-commutative op: recursive doubling",
+               "got %s", got);
+        got = choose(COLL_EXSCAN, 33, 1 << 20, 4, commutative, NULL);
+        result(!strcmp(got, "recursive_doubling"), commutative ? "exscan, commutative op: recursive doubling" : "exscan, non-commutative op: recursive doubling",
+               "got %s", got);
+    }
+}
+
 static void fallbacks(void)
 {
     diag why;
@@ -164,13 +214,13 @@ static void tuning_files(void)
     diag d;
     diag_init(&d);
     const char *broken = "# a tuning file\nallreduce p < 4 -> ring\nallreduce p << 4 -> ring\nallreduce -> no_such\n"
-                         "allreduce bytes < 9 -> segmented_ring:segsz=4\nalltoall -> ring\nallreduce p < 4 ring\n";
+                         "allreduce bytes < 9 -> segmented_ring:segsz=4\nneighbor_alltoall -> ring\nallreduce p < 4 ring\n";
     size_t before = rules_count(rules);
     int rc = rules_add(rules, lib, "my.rules", broken, strlen(broken), 0, &d);
     const char *want = "my.rules:3: error: bad condition near 'p' (write p < 4, bytes >= 8192, ...)\n"
                        "my.rules:4: error: no allreduce schedule is named 'no_such'\n"
                        "my.rules:5: error: the schedule has no parameter 'segsz'\n"
-                       "my.rules:6: error: unknown collective 'alltoall'\n"
+                       "my.rules:6: error: unknown collective 'neighbor_alltoall'\n"
                        "my.rules:7: error: unknown condition 'ring'\n";
     result(rc != 0 && d.text && !strcmp(d.text, want) && rules_count(rules) == before,
            "errors in a tuning file are file:line: message, and the table stays as it was", "rc %d:\n%s", rc,
@@ -229,6 +279,7 @@ int main(void)
     diag_free(&d);
     decision_tree();
     fallbacks();
+    fixed_count_rules();
     model_mode();
     tuning_files();
     rules_destroy(rules);

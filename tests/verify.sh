@@ -34,7 +34,7 @@ for f in schedules/*.nbs examples/allreduce_star.nbs; do
         "$nbcc" verify "$f" --p 1..33 --counts 1,p+1,1001 $mode > "$tmp/out" 2>&1
         check "$f verifies for p = 1..33, counts 1, p+1, 1001${mode:+, $mode}" $? "$(head -n 20 "$tmp/out")"
     done
-    if grep -q "implements \(reduce\|bcast\) " "$f"; then # rooted: a root other than 0 as well
+    if grep -q "implements \(reduce\|bcast\|gather\|scatter\)\( \|$\)" "$f"; then # rooted: a root other than 0 as well
         "$nbcc" verify "$f" --p 4..17 --counts 0,p+1,1001 --root 3 > "$tmp/out" 2>&1
         check "$f verifies with root 3 for p = 4..17" $? "$(head -n 20 "$tmp/out")"
     fi

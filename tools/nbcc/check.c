@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "collectives.h"
 #include "nbcc.h"
 
 static const char *const usage_check =
@@ -22,13 +23,14 @@ static int check_schedule(const sched_lib *lib, const sched_def *s)
     diag d;
     diag_init(&d);
     int bad = 0;
+    int coll = s->collective ? collective_from_name(s->collective) : -1;
     for (int64_t p = 1; p <= 8 && !bad; p++) {
         const int64_t counts[] = {0, 1, p - 1, p, p + 1, 100, 1001};
         for (size_t c = 0; c < sizeof counts / sizeof *counts && !bad; c++)
             for (int flags = 0; flags < 4 && !bad; flags++)
                 for (int64_t r = 0; r < p && !bad; r++) {
                     compile_args a = {.p = p, .rank = r, .count = counts[c], .esize = 8, .max_insns = nbcc_max_insns,
-                                      .shared_memory = nbcc_shared_memory, .inplace = flags & 1, .commutative = !(flags & 2)};
+                                      .shared_memory = nbcc_shared_memory, .inplace = collective_inplace_at(coll, r, 0, flags & 1), .commutative = !(flags & 2)};
                     nbc_program *prog = NULL;
                     int rc = compile_program(lib, s, &a, &prog, &d);
                     if (rc == COMPILE_OK && verify_program(s, prog, &a)) rc = COMPILE_ERROR;
