@@ -18,6 +18,26 @@ typedef struct {
     MPI_Comm comm;
 } call;
 
+/* A vector collective's call (alltoallv, gatherv, ...): a call (its coll says it is one, and
+ * call_prepare then reads the rest) and the caller's arrays, NULL where the call has none;
+ * counts and displacements in elements of sendtype (send side) and of the call's datatype
+ * (receive side: recvtype); alltoallw's a type per rank, displacements in bytes. The call's
+ * count and datatype are the receive side's (scatterv's recvcount, recvtype), sendcount and
+ * sendtype the send side's (gatherv, allgatherv). Read only while the call is made. */
+typedef struct {
+    call c;
+    const int *scounts, *sdispls, *rcounts, *rdispls;
+    const MPI_Datatype *stypes, *rtypes;
+    int w; /* alltoallw: stypes and rtypes, not sendtype and datatype */
+    int sendcount;
+    MPI_Datatype sendtype;
+} vcall;
+
+/* count elements of type in bytes (an MPI error class through nbc_fail, or MPI_SUCCESS):
+ * the data-movement collectives run on bytes, so that types of equal signature on different
+ * ranks match. The type must be contiguous. */
+int call_bytes(const char *fn, int count, MPI_Datatype type, int64_t *bytes);
+
 /* A request for the call, not started (chunk_bytes > 0: cut into segments of that size).
  * checked (may be NULL): the communicator's state once the arguments passed their checks,
  * else NULL. */
