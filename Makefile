@@ -56,7 +56,7 @@ LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) \
 
 TESTS    := unit_dsl unit_select unit_reduce unit_interp unit_cache mpi_allreduce mpi_badargs mpi_runtime mpi_collectives \
             mpi_total_reduce mpi_lifecycle mpi_threads mpi_failures unit_hardening mpi_hardening mpi_shm mpi_leave \
-            mpi_limits mpi_stall
+            mpi_limits mpi_stall mpi_vectors
 EXAMPLES := overlap
 
 STATIC := $(BUILD)/lib/libnbc.a

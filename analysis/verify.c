@@ -80,6 +80,8 @@ typedef struct {
     uint64_t total;      /* Σ key over all contributions */
     sym_list t1, t2, t3; /* scratch lists */
     sym_list ref;        /* the first finished rank's result, for the tree check */
+    compile_args *ra;    /* a vector collective's: each rank's arguments, vectors and count */
+    int64_t *vecs;       /* ... whose vectors these are, 4·p values a rank */
     int64_t ref_rank;
     verify_stats st;
 } vctx;
@@ -102,6 +104,68 @@ static sym_piece contribution(const vctx *v, uint32_t r, uint64_t len)
 {
     return (sym_piece){.len = len, .orig = 0, .sum = key(v, r), .tree = mix64(key(v, r) ^ 0x5851F42D4C957F2Dull),
                        .cnt = 1, .lo = r, .hi = r + 1};
+}
+
+/* ---- the vectors of a vector collective ---- */
+
+static const char *const case_names[VERIFY_VECTOR_CASES] = {
+    "every count 0", "one non-zero column", "counts 0..3, packed", "counts 0..3 with gaps", "counts 0..3, gaps, blocks in reverse order"};
+
+const char *verify_vector_case_name(int vcase) { return vcase >= 0 && vcase < VERIFY_VECTOR_CASES ? case_names[vcase] : "?"; }
+
+int64_t verify_vector_count(int vcase, uint64_t seed, int64_t p, int64_t i, int64_t j)
+{
+    switch (vcase) {
+    case 0: return 0;
+    case 1: return j == (int64_t)(mix64(seed) % (uint64_t)p) ? 3 : 0;
+    default: return (int64_t)(mix64(seed * 0x9E3779B97F4A7C15ull + (uint64_t)vcase * 1000003u + (uint64_t)(i * p + j)) % 4);
+    }
+}
+
+/* Displacements of blocks c[r] long: packed in rank order, with gaps, or in reverse order. */
+static void layout(int vcase, const int64_t *c, int64_t p, int64_t *d)
+{
+    int gaps = vcase >= 3, reverse = vcase == 4;
+    int64_t at = 0;
+    for (int64_t k = 0; k < p; k++) {
+        int64_t r = reverse ? p - 1 - k : k;
+        if (gaps) at += (r * 7 + 1) % 3;
+        d[r] = at;
+        at += c[r];
+    }
+}
+
+void verify_vectors(int coll, int vcase, uint64_t seed, compile_args *a, int64_t rank, int64_t *space)
+{
+    int64_t p = a->p;
+    memset(a->vec, 0, sizeof a->vec);
+    if (!collective_has_vectors(coll)) return;
+    int64_t *sc = space, *sd = space + p, *rc = space + 2 * p, *rd = space + 3 * p, uniform = a->count;
+    for (int64_t j = 0; j < p; j++) {
+        /* alltoallv in place sends by recvcounts: rank i's recvcounts[j] must be rank j's
+         * recvcounts[i], so the matrix is symmetric */
+        int sym = coll == COLL_ALLTOALLV && a->inplace;
+        int64_t lo = rank < j ? rank : j, hi = rank < j ? j : rank;
+        sc[j] = vcase < 0 ? uniform : verify_vector_count(vcase, seed, p, coll == COLL_ALLTOALLV ? (sym ? lo : rank) : 0, sym ? hi : j);
+        rc[j] = vcase < 0 ? uniform : coll == COLL_ALLTOALLV ? verify_vector_count(vcase, seed, p, sym ? lo : j, sym ? hi : rank) : sc[j];
+    }
+    layout(coll == COLL_REDUCE_SCATTERV ? 0 : vcase, sc, p, sd);
+    layout(coll == COLL_REDUCE_SCATTERV ? 0 : vcase, rc, p, rd);
+    a->count = coll == COLL_ALLTOALLV ? 0 : rc[rank];
+    int root = rank == a->root;
+    switch (coll) {
+    case COLL_ALLTOALLV: /* in place, what is sent is recvbuf's */
+        a->vec[VEC_SCOUNTS] = a->inplace ? rc : sc;
+        a->vec[VEC_SDISPLS] = a->inplace ? rd : sd;
+        a->vec[VEC_RCOUNTS] = rc;
+        a->vec[VEC_RDISPLS] = rd;
+        break;
+    case COLL_GATHERV: a->vec[VEC_RCOUNTS] = root ? rc : NULL, a->vec[VEC_RDISPLS] = root ? rd : NULL; break;
+    case COLL_SCATTERV: a->vec[VEC_SCOUNTS] = root ? sc : NULL, a->vec[VEC_SDISPLS] = root ? sd : NULL; break;
+    case COLL_ALLGATHERV: a->vec[VEC_RCOUNTS] = rc, a->vec[VEC_RDISPLS] = rd; break;
+    case COLL_REDUCE_SCATTERV: a->vec[VEC_RCOUNTS] = rc; break; /* displs: the compiler's */
+    default: break;
+    }
 }
 
 /* ---- reporting ---- */
@@ -221,15 +285,18 @@ static vshape shape_of(const vctx *v, int64_t rank)
 {
     const verify_args *a = v->a;
     int inplace = inplace_at(v, rank);
-    coll_shape sh = collective_shape(v->coll, a->base.p, rank, a->base.root, a->base.count, inplace);
+    const compile_args *ca = v->ra ? &v->ra[rank] : &a->base;
+    coll_shape sh = collective_shape_vec(v->coll, a->base.p, rank, a->base.root, ca->count, inplace, ca->vec);
     vshape s = {.send = inplace ? 0 : (uint64_t)sh.send_len, .recv = (uint64_t)sh.recv_len, .out = (uint64_t)sh.recv_len};
+    if (v->coll == COLL_SCATTERV && inplace) s.send = (uint64_t)sh.send_len; /* its recvbuf is the one not there */
     if (inplace) {
         s.own_lo = (uint64_t)sh.inplace_send_off;
         s.own_hi = s.own_lo + (uint64_t)sh.send_len;
         if (s.own_hi > s.recv) s.recv = s.own_hi; /* sendbuf of an in-place call lies in the recv slot */
     }
     if (v->coll == COLL_BCAST && rank == a->base.root) s.own_lo = 0, s.own_hi = (uint64_t)a->base.count;
-    if (v->coll == COLL_REDUCE_SCATTER && inplace) s.out = (uint64_t)a->base.count;
+    if (v->coll == COLL_SCATTERV && inplace) s.own_lo = s.own_hi = 0, s.recv = 0;
+    if ((v->coll == COLL_REDUCE_SCATTER || v->coll == COLL_REDUCE_SCATTERV) && inplace) s.out = (uint64_t)ca->count;
     if (v->coll == COLL_ALLREDUCE_MULTI) s.extra = (uint64_t)a->base.count;
     if (v->coll == COLL_EXSCAN && rank == 0 && !inplace) s.out = 0; /* untouched: nothing to expect */
     return s;
@@ -357,7 +424,7 @@ static void release(vrank *k)
 static int load_rank(vctx *v, const sched_lib *lib, uint32_t rank)
 {
     const verify_args *a = v->a;
-    compile_args ca = a->base;
+    compile_args ca = v->ra ? v->ra[rank] : a->base;
     ca.rank = rank;
     ca.inplace = inplace_at(v, rank);
     vrank *k = &v->rk[rank];
@@ -784,6 +851,41 @@ static sym_piece expected(const vctx *v, uint32_t rank, uint64_t pos, uint64_t o
         for (uint32_t q = 0; q < hi; q++) x.sum += key(v, q);
         return x;
     }
+    case COLL_SCATTERV: {
+        const compile_args *r = &v->ra[a->base.root];
+        sym_piece x = contribution(v, (uint32_t)a->base.root, out - pos);
+        x.orig = (uint64_t)r->vec[VEC_SDISPLS][rank] + pos;
+        return x;
+    }
+    case COLL_REDUCE_SCATTERV:
+        all.orig = pos;
+        for (uint32_t j = 0; j < rank; j++) all.orig += (uint64_t)v->ra[rank].vec[VEC_RCOUNTS][j];
+        return all;
+    case COLL_ALLTOALLV:
+    case COLL_GATHERV:
+    case COLL_ALLGATHERV: { /* the block that holds pos, else a gap, which keeps what it held */
+        const compile_args *me = &v->ra[rank];
+        const int64_t *rc = me->vec[VEC_RCOUNTS], *rd = me->vec[VEC_RDISPLS];
+        uint64_t next = out;
+        for (int64_t j = 0; rc && j < v->p; j++) {
+            if (rc[j] == 0) continue;
+            uint64_t lo = (uint64_t)rd[j], hi = lo + (uint64_t)rc[j];
+            if (pos >= lo && pos < hi) {
+                sym_piece x = contribution(v, (uint32_t)j, hi - pos);
+                x.orig = (v->coll == COLL_ALLTOALLV ? (uint64_t)v->ra[j].vec[VEC_SDISPLS][rank] : 0) + pos - lo;
+                return x;
+            }
+            if (lo > pos && lo < next) next = lo;
+        }
+        vshape sh = shape_of(v, rank);
+        if (pos >= sh.own_lo && pos < sh.own_hi) {
+            sym_piece x = contribution(v, rank, (sh.own_hi < next ? sh.own_hi : next) - pos);
+            x.orig = pos - sh.own_lo;
+            return x;
+        }
+        if (sh.own_lo > pos && sh.own_lo < next) next = sh.own_lo;
+        return (sym_piece){.len = next - pos, .cnt = 0};
+    }
     default: return all;
     }
 }
@@ -863,7 +965,9 @@ static void check_buffer(vctx *v, uint32_t rank, int slot, uint64_t out)
                 sym_piece want = expected(v, rank, pos, out);
                 uint64_t l = got.len < want.len ? got.len : want.len;
                 char why[300] = "";
-                if (got.cnt == 0)
+                if (want.cnt == 0) {
+                    if (got.cnt != 0) snprintf(why, sizeof why, "are written, though they lie outside every block");
+                } else if (got.cnt == 0)
                     snprintf(why, sizeof why, "are never written");
                 else if (got.orig != want.orig)
                     snprintf(why, sizeof why, "hold input elements from %" PRIu64 " on instead of from %" PRIu64, got.orig, want.orig);
@@ -1073,6 +1177,23 @@ int verify_schedule(const sched_lib *lib, const sched_def *s, const verify_args 
 
     vctx v = {.lib = lib, .s = s, .a = a, .d = d, .p = a->base.p, .ref_rank = -1};
     v.coll = (nbc_collective)(s->collective ? collective_from_name(s->collective) : COLL_ALLREDUCE);
+    if (collective_has_vectors(v.coll)) {
+        size_t p = (size_t)a->base.p;
+        v.ra = calloc(p, sizeof *v.ra);
+        v.vecs = malloc(4 * p * p * sizeof *v.vecs);
+        if (!v.ra || !v.vecs) {
+            free(v.ra);
+            free(v.vecs);
+            diag_error(d, s->src, s->at, "out of memory verifying '%s'", s->name);
+            return VERIFY_FAIL;
+        }
+        for (size_t r = 0; r < p; r++) {
+            v.ra[r] = a->base;
+            v.ra[r].rank = (int64_t)r;
+            v.ra[r].inplace = inplace_at(&v, (int64_t)r);
+            verify_vectors(v.coll, a->vcase, a->seed, &v.ra[r], (int64_t)r, v.vecs + 4 * p * r);
+        }
+    }
     v.nbufs = v.coll == COLL_ALLREDUCE_MULTI && a->base.nbufs > 1 ? a->base.nbufs : 1;
     v.nslots = SLOT_COUNT_ + (int)v.nbufs - 1;
     v.ncontrib = (uint64_t)v.p * (uint64_t)v.nbufs;
@@ -1088,9 +1209,14 @@ int verify_schedule(const sched_lib *lib, const sched_def *s, const verify_args 
         char root[40] = "";
         if (collective_rooted(v.coll)) snprintf(root, sizeof root, ", root %" PRId64, a->base.root);
         if (v.coll == COLL_ALLREDUCE_MULTI) snprintf(root, sizeof root, ", %" PRId64 " buffers", v.nbufs);
-        diag_append(d, "  (verifying '%s' for p = %" PRId64 ", count = %" PRId64 ", element %" PRId64 " bytes%s%s%s)\n", s->name, a->base.p,
-                    a->base.count, a->base.esize, root, a->base.inplace ? ", in place" : "", a->base.commutative ? ", commutative op" : ", non-commutative op");
+        char count[80];
+        if (collective_has_vectors(v.coll)) snprintf(count, sizeof count, "vectors of %s (seed %" PRIu64 ")", verify_vector_case_name(a->vcase), a->seed);
+        else snprintf(count, sizeof count, "count = %" PRId64, a->base.count);
+        diag_append(d, "  (verifying '%s' for p = %" PRId64 ", %s, element %" PRId64 " bytes%s%s%s)\n", s->name, a->base.p,
+                    count, a->base.esize, root, a->base.inplace ? ", in place" : "", a->base.commutative ? ", commutative op" : ", non-commutative op");
     }
+    free(v.ra);
+    free(v.vecs);
     net_free(&v.net, drop_post);
     for (int64_t r = 0; v.rk && r < a->base.p; r++) release(&v.rk[r]);
     free(v.rk);

@@ -17,8 +17,8 @@
 #define MAX_CALL_DEPTH 32
 #define SLOT_RTMP 255 /* marks the temporary of an ordered reduce, placed after scratch at the end */
 
-typedef enum { V_INT, V_RANGE, V_VIEW } vkind;
-static const char *const vkind_name[] = {"an integer", "a range", "a buffer"};
+typedef enum { V_INT, V_RANGE, V_VIEW, V_VEC } vkind;
+static const char *const vkind_name[] = {"an integer", "a range", "a buffer", "a vector"};
 
 typedef struct {
     vkind k;
@@ -29,6 +29,7 @@ typedef struct {
     int peer;            /* view: the rank whose buffer it is (sendbuf@r), -1 for this rank's */
     int insend;          /* view: lies in the in-place sendbuf (sendbuf@r moves with r's place) */
     int rankdep;         /* a variable's: its definition named rank (see ranked()) */
+    const int64_t *vec;  /* vector: its p values (NULL: the call has it on other ranks only); buf its name */
 } value;
 
 typedef struct {
@@ -63,6 +64,7 @@ typedef struct {
     int track_rank;            /* a `shared` may be reached: follow what depends on rank */
     int coll;                  /* the collective of the top schedule: its buffers' shapes */
 
+    int64_t *derived;          /* reduce_scatterv's displs, from its counts, when not given */
     int64_t scratch, rtmp;     /* elements */
     int64_t shared_elems;      /* the shared scratch (SLOT_SHARED), elements */
     uint64_t steps, max_steps;
@@ -228,6 +230,18 @@ static void want_args(ev *e, const node *n, int k)
 static int64_t floor_log2(int64_t x) { return 63 - __builtin_clzll((unsigned long long)x); }
 
 /* The builtin functions. */
+/* Value r of a vector; at: where it is read, for errors. */
+static int64_t vector_at(ev *e, const node *at, const value *v, int64_t r)
+{
+    if (!v->vec)
+        fail(e, at->at, "'%s' is not known on rank %lld: %s", v->buf, (long long)e->args->rank,
+             collective_rooted(e->coll) && e->args->rank != e->args->root ? "the collective has it at the root only" : "the call gives no such vector");
+    if (r < 0 || r >= e->args->p)
+        fail(e, at->at, "index %lld is outside '%s', which has p = %lld values (0..%lld)", (long long)r, v->buf,
+             (long long)e->args->p, (long long)(e->args->p - 1));
+    return v->vec[r];
+}
+
 static value func(ev *e, const node *n)
 {
     const char *f = n->name;
@@ -284,6 +298,15 @@ static value func(ev *e, const node *n)
         int64_t hi = r.b - lo > size ? lo + size : r.b;
         return (value){.k = V_RANGE, .a = lo, .b = hi};
     }
+    if (same(f, "span")) { /* span(counts, displs, r): block r of a vector collective's buffer */
+        want_args(e, n, 3);
+        value c = eval(e, a), d = eval(e, a->next);
+        if (c.k != V_VEC || d.k != V_VEC) fail(e, (c.k != V_VEC ? a : a->next)->at, "span() takes two vectors first, not %s", vkind_name[c.k != V_VEC ? c.k : d.k]);
+        int64_t r = eval_int(e, a->next->next);
+        int64_t len = vector_at(e, a->next->next, &c, r), at = vector_at(e, a->next->next, &d, r);
+        if (len == 0) return (value){.k = V_RANGE, .a = 0, .b = 0}; /* a zero count's displacement may be anything */
+        return (value){.k = V_RANGE, .a = at, .b = add(e, n->at, at, len)};
+    }
     if (same(f, "range")) {
         want_args(e, n, 2);
         int64_t lo = eval_int(e, a), hi = eval_int(e, a->next);
@@ -293,7 +316,7 @@ static value func(ev *e, const node *n)
     if (same(f, "len") || same(f, "lo") || same(f, "hi")) {
         want_args(e, n, 1);
         value v = eval(e, a);
-        if (v.k == V_INT || (v.k == V_VIEW && f[0] != 'l'))
+        if (v.k == V_INT || v.k == V_VEC || (v.k == V_VIEW && f[0] != 'l'))
             fail(e, a->at, "%s() takes %s, not %s", f, f[0] == 'l' && f[1] == 'e' ? "a range or a buffer" : "a range", vkind_name[v.k]);
         if (v.k == V_VIEW) return vint(v.b);
         return vint(f[0] == 'h' ? v.b : f[1] == 'o' ? v.a : sub(e, n->at, v.b, v.a));
@@ -301,9 +324,19 @@ static value func(ev *e, const node *n)
     fail(e, n->at, "unknown function '%s'", f);
 }
 
+/* vector[r]: one of the call's per-rank values, r in 0..p-1. */
+static value index_vector(ev *e, const node *n, const value *base)
+{
+    if (n->c) fail(e, n->at, "'%s' is a vector: it takes one index, not a slice", base->buf);
+    value i = eval(e, n->b);
+    if (i.k != V_INT) fail(e, n->b->at, "a vector's index is an integer, not %s", vkind_name[i.k]);
+    return vint(vector_at(e, n, base, i.a));
+}
+
 static value index_view(ev *e, const node *n)
 {
     value base = eval(e, n->a);
+    if (base.k == V_VEC) return index_vector(e, n, &base);
     if (base.k != V_VIEW) fail(e, n->at, "only a buffer can be sliced, not %s", vkind_name[base.k]);
     int64_t lo, hi;
     if (n->c) {
@@ -378,8 +411,8 @@ static value peer_view(ev *e, const node *n)
         fail(e, n->at, "'%s' is %s here, not the call's buffer: only the call's buffers of another rank can be named", n->name, v.buf);
     if (v.insend) { /* in place, sendbuf lies in recvbuf where the collective puts rank r's part */
         const compile_args *a = e->args;
-        coll_shape mine = collective_shape((nbc_collective)e->coll, a->p, a->rank, a->root, a->count, 1);
-        coll_shape theirs = collective_shape((nbc_collective)e->coll, a->p, r, a->root, a->count, 1);
+        coll_shape mine = collective_shape_vec((nbc_collective)e->coll, a->p, a->rank, a->root, a->count, 1, a->vec);
+        coll_shape theirs = collective_shape_vec((nbc_collective)e->coll, a->p, r, a->root, a->count, 1, a->vec);
         v.a = v.a - mine.inplace_send_off + theirs.inplace_send_off;
     }
     v.peer = (int)r;
@@ -703,6 +736,11 @@ static void define_builtins(ev *e, int64_t count, value sendbuf, value recvbuf, 
     define(e, "shared_memory", vint(a->shared_memory != 0), 1, none);
     define(e, "sendbuf", sendbuf, 1, none);
     define(e, "recvbuf", recvbuf, 1, none);
+    for (int k = 0; k < COLL_NVEC; k++) {
+        const char *name = collective_vector_name(e->coll, k);
+        const int64_t *vec = k == VEC_RDISPLS && e->derived ? e->derived : a->vec[k];
+        if (name) define(e, name, (value){.k = V_VEC, .vec = vec, .buf = name, .peer = -1}, 1, none);
+    }
 }
 
 /* Parameters take the values given (by name, in `given`) or their defaults; then every
@@ -866,6 +904,7 @@ static void finish(ev *e)
     free(e->insns);
     free(e->locs);
     free(e->rounds);
+    free(e->derived);
 }
 
 static int check_args(const compile_args *a, const sched_def *s, diag *d)
@@ -881,6 +920,20 @@ static int check_args(const compile_args *a, const sched_def *s, diag *d)
                    s->name, (long long)a->p, (long long)a->rank, (long long)a->count, (long long)a->esize);
         return COMPILE_ERROR;
     }
+    int c = s->collective ? collective_from_name(s->collective) : -1;
+    for (int k = 0; k < COLL_NVEC && collective_has_vectors(c); k++) {
+        const int64_t *v = a->vec[k];
+        int64_t sum = 0, bytes;
+        for (int64_t r = 0; v && r < a->p; r++) {
+            if (v[r] < 0 || __builtin_add_overflow(sum, v[r], &sum) || __builtin_mul_overflow(v[r], a->esize, &bytes) ||
+                bytes > COMPILE_MAX_BYTES / 2 || (k == VEC_RCOUNTS && __builtin_mul_overflow(sum, a->esize, &bytes)) ||
+                (k == VEC_RCOUNTS && bytes > COMPILE_MAX_BYTES / 2)) {
+                diag_error(d, s->src, s->at, "cannot compile '%s': %s[%lld] = %lld is negative or too large", s->name,
+                           collective_vector_name(c, k) ? collective_vector_name(c, k) : "vector", (long long)r, (long long)v[r]);
+                return COMPILE_ERROR;
+            }
+        }
+    }
     return COMPILE_OK;
 }
 
@@ -890,9 +943,18 @@ static void define_top(ev *e, const sched_def *s, int with_rank)
 {
     const compile_args *a = e->args;
     int c = s->collective ? collective_from_name(s->collective) : COLL_ALLREDUCE;
-    coll_shape sh = collective_shape((nbc_collective)c, a->p, a->rank, a->root, a->count, a->inplace);
-    value sb = view(a->inplace ? SLOT_RECV : SLOT_SEND, sh.send_len, 0, "sendbuf");
-    if (a->inplace) sb.a = sh.inplace_send_off, sb.insend = 1;
+    e->coll = c;
+    if (c == COLL_REDUCE_SCATTERV && !a->vec[VEC_RDISPLS] && a->vec[VEC_RCOUNTS] && !e->derived) {
+        if (!(e->derived = malloc((size_t)a->p * sizeof *e->derived))) fail_status(e, COMPILE_NOMEM);
+        for (int64_t r = 0, at = 0; r < a->p; at += a->vec[VEC_RCOUNTS][r++]) e->derived[r] = at;
+    }
+    const int64_t *vec[COLL_NVEC];
+    memcpy(vec, a->vec, sizeof vec);
+    if (e->derived) vec[VEC_RDISPLS] = e->derived;
+    coll_shape sh = collective_shape_vec((nbc_collective)c, a->p, a->rank, a->root, a->count, a->inplace, vec);
+    int insend = a->inplace && !collective_inplace_is_recv(c); /* sendbuf lies in recvbuf */
+    value sb = view(insend ? SLOT_RECV : SLOT_SEND, sh.send_len, 0, "sendbuf");
+    if (insend) sb.a = sh.inplace_send_off, sb.insend = 1;
     e->coll = c;
     value rb = view(SLOT_RECV, sh.recv_len, 1, "recvbuf");
     define_builtins(e, a->count, sb, rb, with_rank);

@@ -4,6 +4,7 @@
 #define NBC_COMPILE_H
 
 #include <stdint.h>
+#include "collectives.h"
 #include "diag.h"
 #include "library.h"
 #include "program.h"
@@ -27,6 +28,11 @@ typedef struct {
     int64_t nbufs;       /* buffers of a multi-buffer call; 0 or 1 otherwise: see bufs() */
     uint64_t max_steps;  /* bound on loop iterations plus instructions; 0: the default */
     uint64_t max_insns;  /* bound on the program's instructions; 0: COMPILE_DEFAULT_MAX_INSNS */
+    /* The per-rank vectors of a vector collective (alltoallv, ...), each p long, in elements
+     * of esize; NULL where the call has none on this rank (collectives.h: VEC_SCOUNTS ...).
+     * Schedules read them by MPI's names (sendcounts[r], displs[r], ...). reduce_scatterv's
+     * VEC_RDISPLS may be NULL: the compiler derives it from its counts. */
+    const int64_t *vec[COLL_NVEC];
     int nparams;         /* values for the schedule's `param`s, overriding their defaults */
     struct {
         const char *name;

@@ -11,9 +11,9 @@
 int prog_slot_bytes(const nbc_program *prog, nbc_collective c, const compile_args *a, uint64_t bytes[NBC_MAX_SLOTS])
 {
     int64_t nbufs = a->nbufs ? a->nbufs : 1;
-    coll_shape sh = collective_shape(c, a->p, a->rank, a->root, a->count, a->inplace);
+    coll_shape sh = collective_shape_vec(c, a->p, a->rank, a->root, a->count, a->inplace, a->vec);
     uint64_t es = (uint64_t)a->esize, send = (uint64_t)sh.send_len, recv = (uint64_t)sh.recv_len;
-    if (a->inplace) {
+    if (a->inplace && !collective_inplace_is_recv(c)) {
         if ((uint64_t)sh.inplace_send_off + send > recv) recv = (uint64_t)sh.inplace_send_off + send;
         send = 0;
     }

@@ -31,7 +31,13 @@ enum { AT_START, AT_OWN_BLOCK };
     X(COLL_GATHER, "gather", 0, 1, LEN_COUNT, LEN_P_COUNT_AT_ROOT, LEN_P_COUNT_AT_ROOT, AT_OWN_BLOCK) \
     X(COLL_SCATTER, "scatter", 0, 1, LEN_P_COUNT_AT_ROOT, LEN_COUNT, LEN_P_COUNT_AT_ROOT, AT_START) \
     X(COLL_SCAN, "scan", 1, 0, LEN_COUNT, LEN_COUNT, LEN_COUNT, AT_START)                           \
-    X(COLL_EXSCAN, "exscan", 1, 0, LEN_COUNT, LEN_COUNT, LEN_COUNT, AT_START)
+    X(COLL_EXSCAN, "exscan", 1, 0, LEN_COUNT, LEN_COUNT, LEN_COUNT, AT_START)         \
+    /* the vector collectives: their lengths come from the vectors (collective_shape_vec) */     \
+    X(COLL_ALLTOALLV, "alltoallv", 0, 0, LEN_0, LEN_0, LEN_0, AT_START)                             \
+    X(COLL_GATHERV, "gatherv", 0, 1, LEN_0, LEN_0, LEN_0, AT_START)                                 \
+    X(COLL_SCATTERV, "scatterv", 0, 1, LEN_0, LEN_0, LEN_0, AT_START)                               \
+    X(COLL_ALLGATHERV, "allgatherv", 0, 0, LEN_0, LEN_0, LEN_0, AT_START)                           \
+    X(COLL_REDUCE_SCATTERV, "reduce_scatterv", 1, 0, LEN_0, LEN_0, LEN_0, AT_START)
 
 #define NAME(c, name, reduces, rooted, send, recv, recv_inplace, at) [c] = name,
 const char *const collective_names[COLL_COUNT_] = {COLLECTIVES(NAME)};
@@ -47,6 +53,7 @@ int collective_rooted(int c) { return c >= 0 && c < COLL_COUNT_ && infos[c].root
 
 int collective_inplace_at(int c, int64_t rank, int64_t root, int inplace)
 {
+    if (collective_has_vectors(c)) return inplace && (!collective_rooted(c) || rank == root);
     return inplace && (!collective_rooted(c) || infos[c].send == LEN_0 || rank == root);
 }
 
@@ -74,4 +81,64 @@ coll_shape collective_shape(nbc_collective c, int64_t p, int64_t rank, int64_t r
     return (coll_shape){length(l->send, p, count, rank == root),
                         length(inplace ? l->recv_inplace : l->recv, p, count, rank == root),
                         l->at == AT_OWN_BLOCK ? rank * count : 0};
+}
+
+/* The names schedules read the vectors by, [collective][VEC_...] */
+static const char *const vector_names[][COLL_NVEC] = {
+    [COLL_ALLTOALLV] = {"sendcounts", "sdispls", "recvcounts", "rdispls"},
+    [COLL_GATHERV] = {NULL, NULL, "recvcounts", "displs"},
+    [COLL_SCATTERV] = {"sendcounts", "displs", NULL, NULL},
+    [COLL_ALLGATHERV] = {NULL, NULL, "recvcounts", "displs"},
+    [COLL_REDUCE_SCATTERV] = {NULL, NULL, "recvcounts", "displs"},
+};
+
+int collective_has_vectors(int c) { return c >= COLL_ALLTOALLV && c <= COLL_REDUCE_SCATTERV; }
+
+int collective_inplace_is_recv(int c) { return c == COLL_SCATTERV; }
+
+const char *collective_vector_name(int c, int which)
+{
+    if (!collective_has_vectors(c) || which < 0 || which >= COLL_NVEC) return NULL;
+    return vector_names[c][which];
+}
+
+/* The furthest end of the blocks counts[r] long at displs[r] (0 when every count is 0). */
+static int64_t extent(int64_t p, const int64_t *counts, const int64_t *displs)
+{
+    int64_t end = 0;
+    for (int64_t r = 0; counts && displs && r < p; r++)
+        if (counts[r] > 0 && displs[r] + counts[r] > end) end = displs[r] + counts[r];
+    return end;
+}
+
+static int64_t total(int64_t p, const int64_t *counts)
+{
+    int64_t n = 0;
+    for (int64_t r = 0; counts && r < p; r++) n += counts[r];
+    return n;
+}
+
+coll_shape collective_shape_vec(nbc_collective c, int64_t p, int64_t rank, int64_t root, int64_t count, int inplace,
+                                const int64_t *const *vec)
+{
+    static const int64_t *const none[COLL_NVEC] = {NULL};
+    if (!collective_has_vectors(c)) return collective_shape(c, p, rank, root, count, inplace);
+    if (!vec) vec = none;
+    const int64_t *sc = vec[VEC_SCOUNTS], *sd = vec[VEC_SDISPLS], *rc = vec[VEC_RCOUNTS], *rd = vec[VEC_RDISPLS];
+    int64_t rlen = extent(p, rc, rd);
+    switch (c) {
+    case COLL_ALLTOALLV: /* in place, the data sent is recvbuf's, by recvcounts and rdispls */
+        return (coll_shape){inplace ? rlen : extent(p, sc, sd), rlen, 0};
+    case COLL_GATHERV:
+        if (rank != root) return (coll_shape){count, 0, 0};
+        return (coll_shape){count, rlen, inplace && rd ? rd[rank] : 0};
+    case COLL_SCATTERV: /* in place, the root receives nothing: its block stays in sendbuf */
+        return (coll_shape){rank == root ? extent(p, sc, sd) : 0, inplace && rank == root ? 0 : count, 0};
+    case COLL_ALLGATHERV: return (coll_shape){count, rlen, inplace && rd ? rd[rank] : 0};
+    case COLL_REDUCE_SCATTERV: { /* in place, recvbuf holds the whole input */
+        int64_t all = total(p, rc);
+        return (coll_shape){all, inplace ? all : count, 0};
+    }
+    default: return (coll_shape){0, 0, 0};
+    }
 }

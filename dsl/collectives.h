@@ -18,6 +18,13 @@ typedef enum {
     COLL_SCATTER,        /* recv[k] = root's send[rank·count + k]            send p·count at root, 0 elsewhere, recv count */
     COLL_SCAN,           /* recv[k] = send_0[k] ⊕ .. ⊕ send_rank[k]          send count, recv count */
     COLL_EXSCAN,         /* recv[k] = send_0[k] ⊕ .. ⊕ send_(rank-1)[k]; rank 0's recvbuf untouched */
+    /* The vector collectives: their blocks' lengths and places are per-rank vectors (below) */
+    COLL_ALLTOALLV,      /* recv[rdispls[r] + k] = send_r[sdispls_r[rank] + k], k < recvcounts[r] */
+    COLL_GATHERV,        /* at root: recv[displs[r] + k] = send_r[k], k < recvcounts[r] */
+    COLL_SCATTERV,       /* recv[k] = root's send[displs[rank] + k], k < count */
+    COLL_ALLGATHERV,     /* recv[displs[r] + k] = send_r[k], k < recvcounts[r] */
+    COLL_REDUCE_SCATTERV,/* recv[k] = ⊕_r send_r[displs[rank] + k], k < recvcounts[rank],
+                            displs the prefix sums of recvcounts */
     COLL_COUNT_
 } nbc_collective;
 
@@ -40,5 +47,22 @@ typedef struct {
     int64_t send_len, recv_len, inplace_send_off;
 } coll_shape;
 coll_shape collective_shape(nbc_collective c, int64_t p, int64_t rank, int64_t root, int64_t count, int inplace);
+
+/* The per-rank vectors of a vector collective: p-long, in elements, NULL where the call has
+ * none on this rank (gatherv's recvcounts off the root). Four places: the send counts and
+ * displacements, the receive counts and displacements. collective_vector_name gives the
+ * name a schedule reads each by (MPI's argument name: "displs" for gatherv's receive
+ * displacements, ...), NULL when the collective has no such vector. */
+enum { VEC_SCOUNTS, VEC_SDISPLS, VEC_RCOUNTS, VEC_RDISPLS, COLL_NVEC };
+const char *collective_vector_name(int c, int which);
+int collective_has_vectors(int c); /* whether c is a vector collective */
+/* Whether MPI_IN_PLACE stands for the root's recvbuf rather than sendbuf (scatterv's): the
+ * root keeps its block in sendbuf and receives nothing; sendbuf is still its own buffer. */
+int collective_inplace_is_recv(int c);
+/* collective_shape for a vector collective, from this rank's vectors (vec[VEC_...], each p
+ * long or NULL); the others ignore vec. Lengths are the blocks' furthest ends: alltoallv's
+ * sendbuf is max over r of sdispls[r] + sendcounts[r] (0 where every count is 0). */
+coll_shape collective_shape_vec(nbc_collective c, int64_t p, int64_t rank, int64_t root, int64_t count, int inplace,
+                                const int64_t *const *vec);
 
 #endif

@@ -441,6 +441,149 @@ int nbc_exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype 
     return init_call(&c, info, request);
 }
 
+/* ---- the vector collectives: a vcall each (calls.h) ---- */
+
+static vcall alltoallv_call(const char *fn, const void *sendbuf, const int sendcounts[], const int sdispls[],
+                            MPI_Datatype sendtype, const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[],
+                            const int rdispls[], MPI_Datatype recvtype, const MPI_Datatype recvtypes[], MPI_Comm comm)
+{
+    return (vcall){.c = {.coll = COLL_ALLTOALLV, .fn = fn, .nbufs = 1, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                         .datatype = recvtype, .op = MPI_OP_NULL, .comm = comm},
+                   .scounts = sendcounts, .sdispls = sdispls, .rcounts = recvcounts, .rdispls = rdispls,
+                   .stypes = sendtypes, .rtypes = recvtypes, .sendtype = sendtype};
+}
+
+int nbc_ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                   void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                   MPI_Comm comm, nbc_request *request)
+{
+    vcall v = alltoallv_call("nbc_ialltoallv", sendbuf, sendcounts, sdispls, sendtype, NULL, recvbuf, recvcounts,
+                             rdispls, recvtype, NULL, comm);
+    return start_call(&v.c, request);
+}
+
+int nbc_alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                       void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                       MPI_Comm comm, MPI_Info info, nbc_request *request)
+{
+    vcall v = alltoallv_call("nbc_alltoallv_init", sendbuf, sendcounts, sdispls, sendtype, NULL, recvbuf, recvcounts,
+                             rdispls, recvtype, NULL, comm);
+    return init_call(&v.c, info, request);
+}
+
+/* alltoallw is alltoallv on bytes, each rank's type its own (a NULL array of types is
+ * refused with MPI_ERR_ARG by the checks; the types' arrays stand in for sendtype and recvtype) */
+int nbc_ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[],
+                   void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[],
+                   MPI_Comm comm, nbc_request *request)
+{
+    vcall v = alltoallv_call("nbc_ialltoallw", sendbuf, sendcounts, sdispls, MPI_BYTE, sendtypes, recvbuf, recvcounts,
+                             rdispls, MPI_BYTE, recvtypes, comm);
+    v.w = 1;
+    return start_call(&v.c, request);
+}
+
+int nbc_alltoallw_init(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[],
+                       void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[],
+                       MPI_Comm comm, MPI_Info info, nbc_request *request)
+{
+    vcall v = alltoallv_call("nbc_alltoallw_init", sendbuf, sendcounts, sdispls, MPI_BYTE, sendtypes, recvbuf,
+                             recvcounts, rdispls, MPI_BYTE, recvtypes, comm);
+    v.w = 1;
+    return init_call(&v.c, info, request);
+}
+
+static vcall gatherv_call(const char *fn, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                          const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    return (vcall){.c = {.coll = COLL_GATHERV, .fn = fn, .nbufs = 1, .sendbuf = sendbuf, .recvbuf = recvbuf, .root = root,
+                         .datatype = recvtype, .op = MPI_OP_NULL, .comm = comm},
+                   .rcounts = recvcounts, .rdispls = displs, .sendcount = sendcount, .sendtype = sendtype};
+}
+
+int nbc_igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                 const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, nbc_request *request)
+{
+    vcall v = gatherv_call("nbc_igatherv", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
+    return start_call(&v.c, request);
+}
+
+int nbc_gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                     const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
+                     nbc_request *request)
+{
+    vcall v = gatherv_call("nbc_gatherv_init", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
+    return init_call(&v.c, info, request);
+}
+
+static vcall scatterv_call(const char *fn, const void *sendbuf, const int sendcounts[], const int displs[],
+                           MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    return (vcall){.c = {.coll = COLL_SCATTERV, .fn = fn, .nbufs = 1, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                         .count = recvcount, .root = root, .datatype = recvtype, .op = MPI_OP_NULL, .comm = comm},
+                   .scounts = sendcounts, .sdispls = displs, .sendtype = sendtype};
+}
+
+int nbc_iscatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
+                  void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, nbc_request *request)
+{
+    vcall v = scatterv_call("nbc_iscatterv", sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    return start_call(&v.c, request);
+}
+
+int nbc_scatterv_init(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
+                      void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
+                      nbc_request *request)
+{
+    vcall v = scatterv_call("nbc_scatterv_init", sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    return init_call(&v.c, info, request);
+}
+
+static vcall allgatherv_call(const char *fn, const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                             const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+    return (vcall){.c = {.coll = COLL_ALLGATHERV, .fn = fn, .nbufs = 1, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                         .datatype = recvtype, .op = MPI_OP_NULL, .comm = comm},
+                   .rcounts = recvcounts, .rdispls = displs, .sendcount = sendcount, .sendtype = sendtype};
+}
+
+int nbc_iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                    const int displs[], MPI_Datatype recvtype, MPI_Comm comm, nbc_request *request)
+{
+    vcall v = allgatherv_call("nbc_iallgatherv", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+    return start_call(&v.c, request);
+}
+
+int nbc_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                        const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+                        MPI_Info info, nbc_request *request)
+{
+    vcall v = allgatherv_call("nbc_allgatherv_init", sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
+    return init_call(&v.c, info, request);
+}
+
+static vcall reduce_scatter_call(const char *fn, const void *sendbuf, void *recvbuf, const int recvcounts[],
+                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    return (vcall){.c = {.coll = COLL_REDUCE_SCATTERV, .fn = fn, .nbufs = 1, .sendbuf = sendbuf, .recvbuf = recvbuf,
+                         .datatype = datatype, .op = op, .comm = comm},
+                   .rcounts = recvcounts, .sendtype = datatype};
+}
+
+int nbc_ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype,
+                        MPI_Op op, MPI_Comm comm, nbc_request *request)
+{
+    vcall v = reduce_scatter_call("nbc_ireduce_scatter", sendbuf, recvbuf, recvcounts, datatype, op, comm);
+    return start_call(&v.c, request);
+}
+
+int nbc_reduce_scatter_init(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype,
+                            MPI_Op op, MPI_Comm comm, MPI_Info info, nbc_request *request)
+{
+    vcall v = reduce_scatter_call("nbc_reduce_scatter_init", sendbuf, recvbuf, recvcounts, datatype, op, comm);
+    return init_call(&v.c, info, request);
+}
+
 /* These need no initialized library: a request exists only once it is. */
 #define NBC_LOCKED(expr)                                                    \
     do {                                                                    \

@@ -8,6 +8,7 @@
 #include "cache.h"
 
 #include <assert.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -61,10 +62,19 @@ static void list_unlink(entry_list *l, cache_entry *e)
     e->prev = e->next = NULL;
 }
 
+/* Every field before vec is 64-bit, so that part has no padding and its bytes are exactly
+ * the key's fixed part; the vectors are compared value by value. */
+#define FIXED_BYTES offsetof(cache_key, vec)
+
 static uint64_t key_hash(const cache_key *k)
 {
-    /* every field is 64-bit, so the struct has no padding and its bytes are exactly the key */
-    return XXH3_64bits(k, sizeof *k);
+    uint64_t h = XXH3_64bits(k, FIXED_BYTES);
+    return k->nvec ? XXH3_64bits_withSeed(k->vec, (size_t)k->nvec * sizeof *k->vec, h) : h;
+}
+
+static int key_equal(const cache_key *a, const cache_key *b)
+{
+    return memcmp(a, b, FIXED_BYTES) == 0 && (a->nvec == 0 || memcmp(a->vec, b->vec, (size_t)a->nvec * sizeof *a->vec) == 0);
 }
 
 static cache_entry **bucket_of(const cache *c, uint64_t h)
@@ -76,7 +86,7 @@ static cache_entry *table_find(const cache *c, const cache_key *k, uint64_t h)
 {
     /* the hash only narrows the search: equal keys are confirmed byte for byte */
     for (cache_entry *e = *bucket_of(c, h); e; e = e->chain)
-        if (e->hash == h && memcmp(&e->key, k, sizeof *k) == 0)
+        if (e->hash == h && key_equal(&e->key, k))
             return e;
     return NULL;
 }
@@ -169,7 +179,7 @@ cache_entry *cache_acquire(cache *c, const cache_key *key)
      * (a call that may run through shared memory looks up two programs), which costs a
      * comparison of the key or two instead of hashing it. */
     cache_entry *e = c->lru.head;
-    if (e && memcmp(&e->key, key, sizeof *key) != 0 && (!(e = e->next) || memcmp(&e->key, key, sizeof *key) != 0)) e = NULL;
+    if (e && !key_equal(&e->key, key) && (!(e = e->next) || !key_equal(&e->key, key))) e = NULL;
     if (!e) e = table_find(c, key, key_hash(key));
     if (!e) {
         c->misses++;
@@ -217,12 +227,15 @@ int cache_entry_cached(const cache_entry *e) { return e->cached; }
 
 cache_entry *cache_insert(cache *c, const cache_key *key, nbc_program *prog)
 {
-    cache_entry *e = malloc(sizeof *e);
+    size_t nvec = key->nvec > 0 ? (size_t)key->nvec : 0;
+    cache_entry *e = malloc(sizeof *e + nvec * sizeof *key->vec); /* the key's vectors follow the entry */
     if (!e) {
         free(prog);
         return NULL;
     }
     e->key = *key;
+    if (nvec) e->key.vec = memcpy(e + 1, key->vec, nvec * sizeof *key->vec);
+    else e->key.vec = NULL, e->key.nvec = 0;
     e->hash = key_hash(key);
     e->prog = prog;
     e->refs = 1;

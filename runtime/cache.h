@@ -20,6 +20,9 @@ typedef struct {
                            (its buffers for nbc_iallreduce_multi, 1 for the others) */
     int64_t root;
     int64_t param;      /* hash of a forced schedule's parameters and their values, 0 without */
+    int64_t nvec;       /* a vector collective's per-rank vectors: nvec values at vec, */
+    const int64_t *vec; /* compared exactly (the hash only finds the bucket); the cache keeps
+                           its own copy, so the caller's may go once the call returns */
 } cache_key;
 
 typedef struct cache cache;

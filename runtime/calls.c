@@ -93,13 +93,19 @@ int call_bytes(const char *fn, int count, MPI_Datatype type, int64_t *bytes)
 
 /* The collectives that move data without reducing it run on bytes: each rank's counts and
  * types become a block's bytes, so that types of equal signature may differ between ranks. */
-static int on_bytes(nbc_collective coll) { return coll == COLL_ALLTOALL || coll == COLL_GATHER || coll == COLL_SCATTER; }
+static int on_bytes(nbc_collective coll)
+{
+    return coll == COLL_ALLTOALL || coll == COLL_GATHER || coll == COLL_SCATTER ||
+           (collective_has_vectors(coll) && !collective_reduces(coll));
+}
 
 /* Whether the call is in place: MPI_IN_PLACE as sendbuf, or as the root's recvbuf of a
- * scatter (whose input then stays in sendbuf, which the program takes as its recvbuf). */
+ * scatter or scatterv (whose input then stays in sendbuf: a scatter's program takes it as its
+ * recvbuf, a scatterv's has none). */
 static int call_inplace(const call *c)
 {
-    return c->coll == COLL_SCATTER ? c->recvbuf == MPI_IN_PLACE : c->sendbuf == MPI_IN_PLACE;
+    int at_recv = c->coll == COLL_SCATTER || collective_inplace_is_recv(c->coll);
+    return at_recv ? c->recvbuf == MPI_IN_PLACE : c->sendbuf == MPI_IN_PLACE;
 }
 
 /* Whether n bytes at a and m bytes at b share a byte. */
@@ -210,6 +216,138 @@ static int check_call(const call *c, int size, int rank, MPI_Aint *esize, int64_
     return check_aliasing(c, size, rank, *esize);
 }
 
+/* ---- the vector collectives ---- */
+
+/* What the checks of a vector call make of it: this rank's vectors (bytes, or elements for
+ * reduce_scatterv) in the call's space, its count, and the extents of its buffers. */
+typedef struct {
+    const int64_t *vec[COLL_NVEC];
+    int64_t count, send_len, recv_len; /* in esize units */
+} vector_call;
+
+/* One side's vectors: counts[r] elements of type (types[r] for alltoallw) at displs[r]
+ * elements (bytes for alltoallw), in bytes into cnt and dsp; returns the extent in *len. */
+static int side_bytes(const vcall *c, int size, const int *counts, const int *displs, MPI_Datatype type,
+                      const MPI_Datatype *types, int64_t *cnt, int64_t *dsp, int64_t *len)
+{
+    int rc;
+    MPI_Aint tsize = 1;
+    *len = 0;
+    if (!types && (rc = check_datatype(type, &tsize))) return rc;
+    for (int r = 0; r < size; r++) {
+        if ((rc = call_bytes(c->c.fn, counts[r], types ? types[r] : type, &cnt[r]))) return rc;
+        if (displs[r] < 0)
+            return nbc_fail(MPI_ERR_ARG, "%s: displacement %d of rank %d is negative (not supported)", c->c.fn, displs[r], r);
+        dsp[r] = types ? displs[r] : (int64_t)displs[r] * tsize;
+        if (cnt[r] > 0 && dsp[r] + cnt[r] > *len) *len = dsp[r] + cnt[r];
+    }
+    return MPI_SUCCESS;
+}
+
+static int null_array(const call *c, const char *what)
+{
+    return nbc_fail(MPI_ERR_ARG, "%s: %s is NULL", c->fn, what);
+}
+
+static int own_block(const call *c, int64_t sent, int64_t received)
+{
+    return nbc_fail(MPI_ERR_TRUNCATE, "%s: this rank's own block is %lld bytes to send but %lld to receive", c->fn,
+                    (long long)sent, (long long)received);
+}
+
+/* Every argument of a vector call checked, before anything is touched; space: 4·size values. */
+static int check_vector_call(const vcall *vcl, int size, int rank, int64_t *space, vector_call *v, MPI_Aint *esize,
+                             const reduce_kernels **kernel, int *commutative)
+{
+    const call *c = &vcl->c;
+    int rc, inplace = call_inplace(c), root = rank == c->root;
+    int64_t *sc = space, *sd = space + size, *rcn = space + 2 * size, *rd = space + 3 * size;
+    memset(v, 0, sizeof *v);
+    *esize = 1;
+    *kernel = NULL;
+    *commutative = 1;
+    if (collective_rooted(c->coll) && (c->root < 0 || c->root >= size))
+        return nbc_fail(MPI_ERR_ROOT, "%s: root %d is outside 0..%d", c->fn, c->root, size - 1);
+    if (inplace && collective_rooted(c->coll) && !root)
+        return nbc_fail(MPI_ERR_BUFFER, "%s: MPI_IN_PLACE is for the root only", c->fn);
+    int64_t own = 0;
+    switch (c->coll) {
+    case COLL_ALLTOALLV:
+        if (!vcl->rcounts || !vcl->rdispls || (!inplace && (!vcl->scounts || !vcl->sdispls)))
+            return null_array(c, "a count or displacement array");
+        if (vcl->w && (!vcl->rtypes || (!inplace && !vcl->stypes))) return null_array(c, vcl->rtypes ? "sendtypes" : "recvtypes");
+        if ((rc = side_bytes(vcl, size, vcl->rcounts, vcl->rdispls, c->datatype, vcl->rtypes, rcn, rd, &v->recv_len))) return rc;
+        if (inplace) { /* MPI: the data sent is recvbuf's, by recvcounts and rdispls */
+            memcpy(sc, rcn, (size_t)size * sizeof *sc);
+            memcpy(sd, rd, (size_t)size * sizeof *sd);
+            v->send_len = v->recv_len;
+        } else {
+            if ((rc = side_bytes(vcl, size, vcl->scounts, vcl->sdispls, vcl->sendtype, vcl->stypes, sc, sd, &v->send_len))) return rc;
+            if (sc[rank] != rcn[rank]) return own_block(c, sc[rank], rcn[rank]);
+        }
+        v->vec[VEC_SCOUNTS] = sc, v->vec[VEC_SDISPLS] = sd, v->vec[VEC_RCOUNTS] = rcn, v->vec[VEC_RDISPLS] = rd;
+        break;
+    case COLL_GATHERV:
+        if (!inplace && (rc = call_bytes(c->fn, vcl->sendcount, vcl->sendtype, &own))) return rc;
+        if (root) {
+            if (!vcl->rcounts || !vcl->rdispls) return null_array(c, "recvcounts or displs");
+            if ((rc = side_bytes(vcl, size, vcl->rcounts, vcl->rdispls, c->datatype, NULL, rcn, rd, &v->recv_len))) return rc;
+            if (inplace) own = rcn[rank];
+            else if (own != rcn[rank]) return own_block(c, own, rcn[rank]);
+            v->vec[VEC_RCOUNTS] = rcn, v->vec[VEC_RDISPLS] = rd;
+        }
+        v->count = v->send_len = own;
+        break;
+    case COLL_SCATTERV:
+        if (!inplace && (rc = call_bytes(c->fn, c->count, c->datatype, &own))) return rc;
+        if (root) {
+            if (!vcl->scounts || !vcl->sdispls) return null_array(c, "sendcounts or displs");
+            if (c->sendbuf == MPI_IN_PLACE) return nbc_fail(MPI_ERR_BUFFER, "%s: MPI_IN_PLACE is the root's recvbuf here, not its sendbuf", c->fn);
+            if ((rc = side_bytes(vcl, size, vcl->scounts, vcl->sdispls, vcl->sendtype, NULL, sc, sd, &v->send_len))) return rc;
+            if (!inplace && own != sc[rank]) return own_block(c, sc[rank], own);
+            v->vec[VEC_SCOUNTS] = sc, v->vec[VEC_SDISPLS] = sd;
+        }
+        v->count = v->recv_len = inplace ? 0 : own;
+        break;
+    case COLL_ALLGATHERV:
+        if (!vcl->rcounts || !vcl->rdispls) return null_array(c, "recvcounts or displs");
+        if ((rc = side_bytes(vcl, size, vcl->rcounts, vcl->rdispls, c->datatype, NULL, rcn, rd, &v->recv_len))) return rc;
+        if (inplace) own = rcn[rank];
+        else if ((rc = call_bytes(c->fn, vcl->sendcount, vcl->sendtype, &own))) return rc;
+        else if (own != rcn[rank]) return own_block(c, own, rcn[rank]);
+        v->count = v->send_len = own;
+        v->vec[VEC_RCOUNTS] = rcn, v->vec[VEC_RDISPLS] = rd;
+        break;
+    case COLL_REDUCE_SCATTERV: {
+        if (!vcl->rcounts) return null_array(c, "recvcounts");
+        if ((rc = check_datatype(c->datatype, esize))) return rc;
+        if ((rc = check_op(c->op, c->datatype, kernel, commutative))) return rc;
+        int64_t all = 0;
+        for (int r = 0; r < size; r++) {
+            if (vcl->rcounts[r] < 0) return nbc_fail(MPI_ERR_COUNT, "%s: recvcounts[%d] = %d is negative", c->fn, r, vcl->rcounts[r]);
+            all += rcn[r] = vcl->rcounts[r];
+        }
+        v->count = rcn[rank];
+        v->send_len = all;
+        v->recv_len = inplace ? all : v->count;
+        v->vec[VEC_RCOUNTS] = rcn;
+        break;
+    }
+    default: return nbc_fail(MPI_ERR_INTERN, "%s: not a vector collective", c->fn);
+    }
+    /* the buffers: NULL only where nothing is read or written */
+    int needs_send = !inplace && v->send_len > 0 && (c->coll != COLL_SCATTERV || root);
+    int needs_recv = v->recv_len > 0 && (c->coll != COLL_GATHERV || root);
+    if (needs_recv && c->recvbuf == MPI_IN_PLACE)
+        return nbc_fail(MPI_ERR_BUFFER, "%s: MPI_IN_PLACE is not a receive buffer", c->fn);
+    if ((needs_send && !c->sendbuf) || (needs_recv && !c->recvbuf))
+        return nbc_fail(MPI_ERR_BUFFER, "%s: %s is NULL", c->fn, needs_recv && !c->recvbuf ? "recvbuf" : "sendbuf");
+    if (needs_send && needs_recv && overlap(c->sendbuf, v->send_len * *esize, c->recvbuf, v->recv_len * *esize))
+        return nbc_fail(MPI_ERR_BUFFER, "%s: sendbuf and recvbuf overlap (%s); pass MPI_IN_PLACE for in place", c->fn,
+                        c->sendbuf == c->recvbuf ? "they are the same buffer" : "in part");
+    return MPI_SUCCESS;
+}
+
 /* The programs (RUN_*) of a call that may run through shared memory: the shared one
  * (allreduce_shm or allreduce_shm_small, or a forced schedule that needs shared memory), with
  * allreduce_shm as the direct one where programs_for_shared says, and the messages' one, which
@@ -283,6 +421,9 @@ static void set_call(struct nbc_req *r, const call *c, const reduce_kernels *ker
     char *send = (char *)(uintptr_t)c->sendbuf;
     if (c->coll == COLL_SCATTER && call_inplace(c)) { /* the root's input is its recvbuf, and stays there */
         r->st.base[SLOT_SEND] = r->st.base[SLOT_RECV] = send;
+    } else if (collective_inplace_is_recv(c->coll) && call_inplace(c)) { /* (scatterv's root: no recvbuf) */
+        r->st.base[SLOT_SEND] = send;
+        r->st.base[SLOT_RECV] = NULL;
     } else {
         r->st.base[SLOT_SEND] = c->sendbuf == MPI_IN_PLACE ? c->recvbuf : send;
         r->st.base[SLOT_RECV] = c->recvbuf;
@@ -320,7 +461,29 @@ static compile_args args_of(const call *c, const call_signature *sig, int size, 
 /* A request for the call, not started: everything but its tag. chunk_bytes > 0 cuts a
  * large commutative allreduce into rounds of that many bytes (the segmented ring), so that
  * a request of higher priority waits at most one such round. */
+static int prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out, comm_state **checked, int64_t *space);
+
 int call_prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out, comm_state **checked)
+{
+    if (!collective_has_vectors(c->coll)) return prepare(c, chunk_bytes, out, checked, NULL);
+    /* a vector call's vectors in bytes (elements for reduce_scatterv), 4·p of them: compiled
+     * into its program and copied into the cache's key, so the caller's arrays are not read
+     * after the call returns (an _init request keeps none of them) */
+    *out = NULL;
+    if (checked) *checked = NULL;
+    int size = 0, rc;
+    comm_state *cs = c->comm == MPI_COMM_NULL ? NULL : comm_state_find(c->comm);
+    if (cs) size = cs->size;
+    else if ((rc = check_comm(c->comm))) return rc;
+    else MPI_Comm_size(c->comm, &size);
+    int64_t small[4 * 64], *space = 4 * (size_t)size <= sizeof small / sizeof *small ? small : malloc(4 * (size_t)size * sizeof *space);
+    if (!space) return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
+    rc = prepare(c, chunk_bytes, out, checked, space);
+    if (space != small) free(space);
+    return rc;
+}
+
+static int prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out, comm_state **checked, int64_t *space)
 {
     *out = NULL;
     if (checked) *checked = NULL;
@@ -337,10 +500,13 @@ int call_prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out, comm_
         MPI_Comm_rank(c->comm, &rank);
     }
     MPI_Aint esize;
-    int64_t count;
+    int64_t count = 0;
     const reduce_kernels *kernel;
     int commutative;
-    if ((rc = check_call(c, size, rank, &esize, &count, &kernel, &commutative))) return rc;
+    vector_call vc;
+    if (space) rc = check_vector_call((const vcall *)c, size, rank, space, &vc, &esize, &kernel, &commutative);
+    else rc = check_call(c, size, rank, &esize, &count, &kernel, &commutative);
+    if (rc) return rc;
 
     if (!cs && (rc = comm_state_of(c->comm, &cs))) return rc;
     if (checked) *checked = cs; /* the arguments are fine: a failure from here on is the call's own */
@@ -349,7 +515,13 @@ int call_prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out, comm_
                           .root = c->root, .op = c->op};
     cache_entry *progs[RUN_CHOICES] = {NULL};
     struct nbc_req *r;
-    if (chunk_bytes > 0 && c->coll == COLL_ALLREDUCE && commutative && c->count >= size && size > 1 &&
+    if (space) { /* a vector call: its vectors are in the key; no memo (it compares no vectors) */
+        sig.count = 0; /* the counts are per rank: NBC_CHECK compares the rest */
+        compile_args args = args_of(c, &sig, size, rank, commutative);
+        args.count = vc.count;
+        memcpy(args.vec, vc.vec, sizeof args.vec);
+        if ((rc = programs_for_call(c->coll, &args, NULL, &progs[RUN_MESSAGES]))) return rc;
+    } else if (chunk_bytes > 0 && c->coll == COLL_ALLREDUCE && commutative && c->count >= size && size > 1 &&
         (int64_t)c->count * esize > chunk_bytes) {
         char spec[64];
         snprintf(spec, sizeof spec, "allreduce_segmented_ring:segsize=%lld", (long long)chunk_bytes);
@@ -370,6 +542,7 @@ int call_prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out, comm_
     const nbc_program *prog = cache_entry_program(progs[RUN_MESSAGES]);
     if (nbc_rt.env.trace > 1) {
         compile_args args = args_of(c, &sig, size, rank, commutative);
+        if (space) args.count = vc.count;
         trace_call(c->fn, &args, progs[RUN_SHARED] ? cache_entry_program(progs[RUN_SHARED]) : prog);
     }
 

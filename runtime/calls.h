@@ -22,6 +22,26 @@ typedef struct {
     MPI_Datatype sendtype, recvtype;
 } call;
 
+/* A vector collective's call (alltoallv, gatherv, ...): a call (its coll says it is one, and
+ * call_prepare then reads the rest) and the caller's arrays, NULL where the call has none;
+ * counts and displacements in elements of sendtype (send side) and of the call's datatype
+ * (receive side: recvtype); alltoallw's a type per rank, displacements in bytes. The call's
+ * count and datatype are the receive side's (scatterv's recvcount, recvtype), sendcount and
+ * sendtype the send side's (gatherv, allgatherv). Read only while the call is made. */
+typedef struct {
+    call c;
+    const int *scounts, *sdispls, *rcounts, *rdispls;
+    const MPI_Datatype *stypes, *rtypes;
+    int w; /* alltoallw: stypes and rtypes, not sendtype and datatype */
+    int sendcount;
+    MPI_Datatype sendtype;
+} vcall;
+
+/* count elements of type in bytes (an MPI error class through nbc_fail, or MPI_SUCCESS):
+ * the data-movement collectives run on bytes, so that types of equal signature on different
+ * ranks match. The type must be contiguous. */
+int call_bytes(const char *fn, int count, MPI_Datatype type, int64_t *bytes);
+
 /* A request for the call, not started (chunk_bytes > 0: cut into segments of that size).
  * checked (may be NULL): the communicator's state once the arguments passed their checks,
  * else NULL. */
@@ -29,9 +49,6 @@ int call_prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out, comm_
 /* Prepares and starts the call: nbc_iallreduce and its siblings. */
 int call_start(const call *c, nbc_request *request);
 void call_launch(struct nbc_req *r);
-/* count elements of type in bytes (*bytes), after checking both: MPI_ERR_COUNT for a negative
- * count, MPI_ERR_TYPE for a type that is not contiguous (through nbc_fail, naming fn). */
-int call_bytes(const char *fn, int count, MPI_Datatype type, int64_t *bytes);
 int call_allgather_check(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int recvcount,
                          MPI_Datatype recvtype);
 

@@ -95,6 +95,50 @@ int nbc_iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dataty
  * rank 0's recvbuf is left untouched. sendbuf may be MPI_IN_PLACE (the input is recvbuf). */
 int nbc_iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                 nbc_request *request);
+/* ---- vector collectives ----
+ * Like MPI's, with MPI's argument order, in-place rules and significant arguments: counts and
+ * displacements per rank, zero counts anywhere. Datatypes must be contiguous (lower bound 0,
+ * extent equal to size; nbc_fail says otherwise with MPI_ERR_TYPE); the data-movement ones
+ * run on bytes, so the send and receive types may differ where their sizes agree (a rank's
+ * own block must be as many bytes on both sides, else MPI_ERR_TRUNCATE). Displacements must
+ * be non-negative. The arrays are read during the call only (an _init form copies them). */
+
+/* Like MPI_Ialltoallv: rank r's block for rank s, sendcounts[s] elements of sendtype at
+ * sdispls[s], lands at rdispls[r] of rank s's recvbuf (recvcounts[r] elements of recvtype).
+ * MPI_IN_PLACE as sendbuf: the data sent is recvbuf's, by recvcounts and rdispls. */
+int nbc_ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                   void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                   MPI_Comm comm, nbc_request *request);
+
+/* Like MPI_Ialltoallw: as nbc_ialltoallv with a datatype per rank (each contiguous) and the
+ * displacements in bytes. It runs as alltoallv on bytes. */
+int nbc_ialltoallw(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[],
+                   void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[],
+                   MPI_Comm comm, nbc_request *request);
+
+/* Like MPI_Igatherv: rank r's sendbuf (sendcount elements) lands at displs[r] of the root's
+ * recvbuf (recvcounts[r] elements of recvtype); recvbuf, recvcounts, displs and recvtype
+ * matter at the root only. MPI_IN_PLACE as sendbuf at the root: its block is in place. */
+int nbc_igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                 const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, nbc_request *request);
+
+/* Like MPI_Iscatterv: the root's sendcounts[r] elements at displs[r] of sendbuf land in rank
+ * r's recvbuf (recvcount elements); sendbuf, sendcounts, displs and sendtype matter at the
+ * root only. MPI_IN_PLACE as recvbuf at the root: its block stays in sendbuf. */
+int nbc_iscatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
+                  void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, nbc_request *request);
+
+/* Like MPI_Iallgatherv: every rank's sendbuf (sendcount elements) lands at displs[r] of every
+ * recvbuf (recvcounts[r] elements). MPI_IN_PLACE as sendbuf: each rank's block is in place. */
+int nbc_iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                    const int displs[], MPI_Datatype recvtype, MPI_Comm comm, nbc_request *request);
+
+/* Like MPI_Ireduce_scatter: the reduction of every rank's sendbuf (the sum of recvcounts
+ * elements) is cut into blocks of recvcounts[r] elements, and rank r gets block r. Any op,
+ * commutative or not (non-commutative ops are reduced in rank order). MPI_IN_PLACE as
+ * sendbuf: the input is recvbuf, the result its first recvcounts[rank] elements. */
+int nbc_ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype,
+                        MPI_Op op, MPI_Comm comm, nbc_request *request);
 
 /* Gloo's multi-buffer allreduce: reduces the nbufs local buffers (1 .. 16, count elements
  * each) of every process and leaves the result in all of them. The local reduction and the
@@ -143,6 +187,25 @@ int nbc_scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
                   MPI_Info info, nbc_request *request);
 int nbc_exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                     MPI_Info info, nbc_request *request);
+/* The vector collectives' persistent forms copy the count, displacement and type arrays: the
+ * caller may change or free its arrays once the _init call returns. */
+int nbc_alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
+                       void *recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype,
+                       MPI_Comm comm, MPI_Info info, nbc_request *request);
+int nbc_alltoallw_init(const void *sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[],
+                       void *recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[],
+                       MPI_Comm comm, MPI_Info info, nbc_request *request);
+int nbc_gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                     const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
+                     nbc_request *request);
+int nbc_scatterv_init(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
+                      void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info,
+                      nbc_request *request);
+int nbc_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                        const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+                        MPI_Info info, nbc_request *request);
+int nbc_reduce_scatter_init(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype,
+                            MPI_Op op, MPI_Comm comm, MPI_Info info, nbc_request *request);
 int nbc_start(nbc_request *request);
 int nbc_startall(int count, nbc_request requests[]);
 int nbc_request_free(nbc_request *request);

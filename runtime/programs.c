@@ -155,6 +155,8 @@ static int verified(nbc_program *prog, nbc_collective coll, const compile_args *
 }
 
 static int program_with(nbc_collective coll, const compile_args *call, const forcing *f, const forcing *instead, cache_entry **out);
+static int program_keyed(nbc_collective coll, const compile_args *call, const forcing *f, const forcing *instead,
+                         const cache_key *key, cache_entry **out);
 
 int programs_for_call(nbc_collective coll, const compile_args *call, const char *spec, cache_entry **out)
 {
@@ -212,6 +214,36 @@ static int program_with(nbc_collective coll, const compile_args *call, const for
                      .p = a->p, .rank = a->rank, .count = a->count, .esize = a->esize,
                      .flags = (a->inplace ? 1 : 0) | (a->commutative ? 2 : 0) | (a->shared_memory ? 4 : 0) | a->nbufs << 8, .root = a->root,
                      .param = f->param_hash};
+    /* a vector collective's vectors are part of the key, those the call has on this rank in
+     * turn; which ones it has goes in flags (bits 4 ..) */
+    int64_t small[4 * 64], *vec = small;
+    if (collective_has_vectors(coll)) {
+        size_t p = (size_t)a->p, n = 0;
+        if (4 * p > sizeof small / sizeof *small && !(vec = malloc(4 * p * sizeof *vec))) return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
+        for (int k = 0; k < COLL_NVEC; k++)
+            if (a->vec[k]) {
+                memcpy(vec + n, a->vec[k], p * sizeof *vec);
+                n += p;
+                key.flags |= (int64_t)16 << k;
+            }
+        key.vec = vec;
+        key.nvec = (int64_t)n;
+    }
+    int rc = program_keyed(coll, call, f, instead, &key, out);
+    if (vec != small) free(vec);
+    return rc;
+}
+
+/* program_with's work once its key is made. */
+static int program_keyed(nbc_collective coll, const compile_args *call, const forcing *f, const forcing *instead,
+                         const cache_key *key_, cache_entry **out)
+{
+    const sched_def *s = f->ch.s;
+    compile_args with_params = *call;
+    with_params.max_insns = nbc_rt.env.max_insns;
+    const compile_args *a = &with_params;
+    select_apply_choice(&f->ch, &with_params);
+    const cache_key key = *key_;
     *out = cache_acquire(nbc_rt.sel.programs, &key);
     if (*out) return MPI_SUCCESS;
 

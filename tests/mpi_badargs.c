@@ -100,6 +100,7 @@ static const char *err_name(int rc)
     case MPI_ERR_COMM: return "MPI_ERR_COMM";
     case MPI_ERR_REQUEST: return "MPI_ERR_REQUEST";
     case MPI_ERR_ROOT: return "MPI_ERR_ROOT";
+    case MPI_ERR_TRUNCATE: return "MPI_ERR_TRUNCATE";
     default: snprintf(buf, sizeof buf, "error %d", rc); return buf;
     }
 }
@@ -348,6 +349,127 @@ static void fixed_count_collectives(void)
     expect("nbc_exscan_init sendbuf == recvbuf -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, exscan_init_alias);
 }
 
+/* The vector collectives: one int to and from each rank (P <= N). A root-only check is made
+ * to fail everywhere by naming each rank its own root. */
+static int ones[64], idx[64], negs[64], bad_displs[64];
+static void vector_setup(void)
+{
+    for (int i = 0; i < 64; i++) ones[i] = 1, idx[i] = i, negs[i] = i == 0 ? -1 : 1, bad_displs[i] = i == 0 ? -4 : i;
+}
+static int a2av_null_counts(nbc_request *r)
+{
+    return nbc_ialltoallv(sendbuf, NULL, idx, MPI_INT, recvbuf, ones, idx, MPI_INT, MPI_COMM_WORLD, r);
+}
+static int a2av_negative(nbc_request *r)
+{
+    return nbc_ialltoallv(sendbuf, negs, idx, MPI_INT, recvbuf, ones, idx, MPI_INT, MPI_COMM_WORLD, r);
+}
+static int a2av_type(nbc_request *r)
+{
+    return nbc_ialltoallv(sendbuf, ones, idx, MPI_INT, recvbuf, ones, idx, MPI_DATATYPE_NULL, MPI_COMM_WORLD, r);
+}
+static int a2av_null_recvbuf(nbc_request *r)
+{
+    return nbc_ialltoallv(sendbuf, ones, idx, MPI_INT, NULL, ones, idx, MPI_INT, MPI_COMM_WORLD, r);
+}
+static int a2av_alias(nbc_request *r)
+{
+    return nbc_ialltoallv(recvbuf, ones, idx, MPI_INT, recvbuf, ones, idx, MPI_INT, MPI_COMM_WORLD, r);
+}
+static int a2av_recv_in_place(nbc_request *r)
+{
+    return nbc_ialltoallv(sendbuf, ones, idx, MPI_INT, MPI_IN_PLACE, ones, idx, MPI_INT, MPI_COMM_WORLD, r);
+}
+static int a2av_comm(nbc_request *r)
+{
+    return nbc_ialltoallv(sendbuf, ones, idx, MPI_INT, recvbuf, ones, idx, MPI_INT, MPI_COMM_NULL, r);
+}
+static int a2av_displ(nbc_request *r)
+{
+    return nbc_ialltoallv(sendbuf, ones, bad_displs, MPI_INT, recvbuf, ones, idx, MPI_INT, MPI_COMM_WORLD, r);
+}
+static int a2av_init_null_array(nbc_request *r)
+{
+    return nbc_alltoallv_init(sendbuf, ones, idx, MPI_INT, recvbuf, ones, NULL, MPI_INT, MPI_COMM_WORLD, MPI_INFO_NULL, r);
+}
+static int a2aw_null_types(nbc_request *r)
+{
+    return nbc_ialltoallw(sendbuf, ones, idx, NULL, recvbuf, ones, idx, NULL, MPI_COMM_WORLD, r);
+}
+static int a2aw_strided(nbc_request *r)
+{
+    MPI_Datatype one, strided, types[64];
+    MPI_Type_vector(1, 1, 2, MPI_INT, &one);
+    MPI_Type_create_resized(one, 0, 2 * sizeof(int), &strided); /* an int with a hole after it */
+    MPI_Type_free(&one);
+    MPI_Type_commit(&strided);
+    int bytes[64];
+    for (int i = 0; i < 64; i++) types[i] = strided, bytes[i] = (int)(i * 2 * sizeof(int));
+    int rc = nbc_ialltoallw(sendbuf, ones, bytes, types, recvbuf, ones, bytes, types, MPI_COMM_WORLD, r);
+    MPI_Type_free(&strided);
+    return rc;
+}
+static int gv_root(nbc_request *r) { return nbc_igatherv(sendbuf, 1, MPI_INT, recvbuf, ones, idx, MPI_INT, P, MPI_COMM_WORLD, r); }
+static int gv_null_counts(nbc_request *r) { return nbc_igatherv(sendbuf, 1, MPI_INT, recvbuf, NULL, idx, MPI_INT, me, MPI_COMM_WORLD, r); }
+static int gv_negative(nbc_request *r) { return nbc_igatherv(sendbuf, -1, MPI_INT, recvbuf, ones, idx, MPI_INT, 0, MPI_COMM_WORLD, r); }
+static int gv_in_place_off_root(nbc_request *r)
+{
+    return nbc_igatherv(MPI_IN_PLACE, 1, MPI_INT, recvbuf, ones, idx, MPI_INT, (me + 1) % P, MPI_COMM_WORLD, r);
+}
+static int gv_own_block(nbc_request *r) { return nbc_igatherv(sendbuf, 2, MPI_INT, recvbuf, ones, idx, MPI_INT, me, MPI_COMM_WORLD, r); }
+static int sv_null_counts(nbc_request *r) { return nbc_iscatterv(sendbuf, NULL, idx, MPI_INT, recvbuf, 1, MPI_INT, me, MPI_COMM_WORLD, r); }
+static int sv_send_in_place(nbc_request *r) { return nbc_iscatterv(MPI_IN_PLACE, ones, idx, MPI_INT, recvbuf, 1, MPI_INT, me, MPI_COMM_WORLD, r); }
+static int sv_in_place_off_root(nbc_request *r)
+{
+    return nbc_iscatterv(sendbuf, ones, idx, MPI_INT, MPI_IN_PLACE, 1, MPI_INT, (me + 1) % P, MPI_COMM_WORLD, r);
+}
+static int sv_type(nbc_request *r) { return nbc_iscatterv(sendbuf, ones, idx, MPI_INT, recvbuf, 1, MPI_DATATYPE_NULL, 0, MPI_COMM_WORLD, r); }
+static int agv_null_displs(nbc_request *r) { return nbc_iallgatherv(sendbuf, 1, MPI_INT, recvbuf, ones, NULL, MPI_INT, MPI_COMM_WORLD, r); }
+static int agv_counts(nbc_request *r) { return nbc_iallgatherv(sendbuf, 2, MPI_INT, recvbuf, ones, idx, MPI_INT, MPI_COMM_WORLD, r); }
+static int agv_alias(nbc_request *r) { return nbc_iallgatherv(recvbuf, 1, MPI_INT, recvbuf, ones, idx, MPI_INT, MPI_COMM_WORLD, r); }
+static int rsv_null_counts(nbc_request *r) { return nbc_ireduce_scatter(sendbuf, recvbuf, NULL, MPI_INT, MPI_SUM, MPI_COMM_WORLD, r); }
+static int rsv_negative(nbc_request *r) { return nbc_ireduce_scatter(sendbuf, recvbuf, negs, MPI_INT, MPI_SUM, MPI_COMM_WORLD, r); }
+static int rsv_op(nbc_request *r) { return nbc_ireduce_scatter(sendbuf, recvbuf, ones, MPI_INT, MPI_OP_NULL, MPI_COMM_WORLD, r); }
+static int rsv_alias(nbc_request *r) { return nbc_ireduce_scatter(recvbuf, recvbuf, ones, MPI_INT, MPI_SUM, MPI_COMM_WORLD, r); }
+static int rsv_init_type(nbc_request *r)
+{
+    return nbc_reduce_scatter_init(sendbuf, recvbuf, ones, MPI_DATATYPE_NULL, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, r);
+}
+
+static void vector_collectives(void)
+{
+    vector_setup();
+    if (P > N) return; /* the buffers hold N ints */
+    expect("nbc_ialltoallv NULL sendcounts -> MPI_ERR_ARG", MPI_ERR_ARG, a2av_null_counts);
+    expect("nbc_ialltoallv negative count -> MPI_ERR_COUNT", MPI_ERR_COUNT, a2av_negative);
+    expect("nbc_ialltoallv MPI_DATATYPE_NULL -> MPI_ERR_TYPE", MPI_ERR_TYPE, a2av_type);
+    expect("nbc_ialltoallv NULL recvbuf -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, a2av_null_recvbuf);
+    expect("nbc_ialltoallv sendbuf == recvbuf -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, a2av_alias);
+    expect("nbc_ialltoallv recvbuf MPI_IN_PLACE -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, a2av_recv_in_place);
+    expect("nbc_ialltoallv MPI_COMM_NULL -> MPI_ERR_COMM", MPI_ERR_COMM, a2av_comm);
+    expect("nbc_ialltoallv negative displacement -> MPI_ERR_ARG", MPI_ERR_ARG, a2av_displ);
+    expect("nbc_alltoallv_init NULL rdispls -> MPI_ERR_ARG", MPI_ERR_ARG, a2av_init_null_array);
+    expect("nbc_ialltoallw NULL datatype arrays -> MPI_ERR_ARG", MPI_ERR_ARG, a2aw_null_types);
+    expect("nbc_ialltoallw a non-contiguous type -> MPI_ERR_TYPE", MPI_ERR_TYPE, a2aw_strided);
+    expect("nbc_igatherv root p -> MPI_ERR_ROOT", MPI_ERR_ROOT, gv_root);
+    expect("nbc_igatherv NULL recvcounts at the root -> MPI_ERR_ARG", MPI_ERR_ARG, gv_null_counts);
+    expect("nbc_igatherv negative sendcount -> MPI_ERR_COUNT", MPI_ERR_COUNT, gv_negative);
+    if (P > 1) expect("nbc_igatherv MPI_IN_PLACE off the root -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, gv_in_place_off_root);
+    expect("nbc_igatherv root's sendcount unlike its recvcount -> MPI_ERR_TRUNCATE", MPI_ERR_TRUNCATE, gv_own_block);
+    expect("nbc_iscatterv NULL sendcounts at the root -> MPI_ERR_ARG", MPI_ERR_ARG, sv_null_counts);
+    expect("nbc_iscatterv sendbuf MPI_IN_PLACE at the root -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, sv_send_in_place);
+    if (P > 1) expect("nbc_iscatterv MPI_IN_PLACE off the root -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, sv_in_place_off_root);
+    expect("nbc_iscatterv MPI_DATATYPE_NULL -> MPI_ERR_TYPE", MPI_ERR_TYPE, sv_type);
+    expect("nbc_iallgatherv NULL displs -> MPI_ERR_ARG", MPI_ERR_ARG, agv_null_displs);
+    expect("nbc_iallgatherv sendcount unlike recvcounts[rank] -> MPI_ERR_TRUNCATE", MPI_ERR_TRUNCATE, agv_counts);
+    expect("nbc_iallgatherv sendbuf == recvbuf -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, agv_alias);
+    expect("nbc_ireduce_scatter NULL recvcounts -> MPI_ERR_ARG", MPI_ERR_ARG, rsv_null_counts);
+    expect("nbc_ireduce_scatter negative count -> MPI_ERR_COUNT", MPI_ERR_COUNT, rsv_negative);
+    expect("nbc_ireduce_scatter MPI_OP_NULL -> MPI_ERR_OP", MPI_ERR_OP, rsv_op);
+    expect("nbc_ireduce_scatter sendbuf == recvbuf -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, rsv_alias);
+    expect("nbc_reduce_scatter_init MPI_DATATYPE_NULL -> MPI_ERR_TYPE", MPI_ERR_TYPE, rsv_init_type);
+}
+
 static void other_collectives(void)
 {
     expect("nbc_ireduce root p -> MPI_ERR_ROOT", MPI_ERR_ROOT, reduce_root_too_big);
@@ -468,6 +590,7 @@ int main(int argc, char **argv)
     unknown_schedule();
     other_collectives();
     fixed_count_collectives();
+    vector_collectives();
     null_requests();
     valid_calls();
     c = new_case("nbc_finalize");

@@ -203,6 +203,11 @@ done
 for p in $5; do
     ASAN_OPTIONS=detect_leaks=0 suite "mpi_collectives p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_collectives"
 done
+# the vector collectives (alltoallv/w, gatherv, scatterv, allgatherv, reduce_scatter): fewer
+# process counts under the sanitizers and in the quick pass
+for p in $([ -z "$TAG" ] && [ "${NBC_TEST_QUICK:-0}" != 1 ] && echo 1 2 3 4 5 7 8 9 || echo 1 2 3 5); do
+    ASAN_OPTIONS=detect_leaks=0 suite "mpi_vectors p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_vectors"
+done
 # Total Reduce: any-order persistent requests, priorities, the debug mode, the library's life,
 # threads, and the suites again with the progress thread
 for p in $4; do

@@ -450,8 +450,37 @@ static void test_many_entries(void)
     cache_destroy(c);
 }
 
+/* A vector collective's vectors are part of the key, compared value by value: other values
+ * miss, equal values in another array hit, and the cache keeps its own copy. */
+static void test_vector_keys(void)
+{
+    cache *c = cache_create(8, 1 << 20);
+    int64_t v1[8] = {1, 2, 0, 3, 0, 1, 3, 6}, v2[8] = {1, 2, 0, 3, 0, 1, 3, 7}, same[8];
+    memcpy(same, v1, sizeof same);
+    cache_key k1 = key_of(9), k2 = key_of(9), k3 = key_of(9), k0 = key_of(9);
+    k1.vec = v1, k1.nvec = 8;
+    k2.vec = v2, k2.nvec = 8;
+    k3.vec = same, k3.nvec = 8;
+    cache_entry *e1 = cache_insert(c, &k1, make_prog(10, 1));
+    if (e1) cache_release(c, e1);
+    v1[0] = 99; /* the caller's array changes: the cache's copy does not */
+    cache_entry *h = cache_acquire(c, &k3);
+    check(h == e1 && e1, "equal vectors in another array find the program", "got %p, want %p", (void *)h, (void *)e1);
+    if (h) cache_release(c, h);
+    check(cache_acquire(c, &k2) == NULL, "other vectors (one value differs) miss", "found another call's program");
+    check(cache_acquire(c, &k1) == NULL, "the caller's changed array misses", "found the program of the old values");
+    check(cache_acquire(c, &k0) == NULL, "the same key without vectors misses", "found a vector call's program");
+    cache_entry *e2 = cache_insert(c, &k2, make_prog(10, 2));
+    if (e2) cache_release(c, e2);
+    h = cache_acquire(c, &k3);
+    check(h == e1, "both programs are kept, each under its own vectors", "got %p, want %p", (void *)h, (void *)e1);
+    if (h) cache_release(c, h);
+    cache_destroy(c);
+}
+
 int main(void)
 {
+    test_vector_keys();
     test_hits_and_misses();
     test_alternating();
     test_full_key();

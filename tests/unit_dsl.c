@@ -63,6 +63,11 @@ static void diagnose(const char *name, const char *src, diag *d)
         for (size_t i = 0; i < lib_count(lib) && !s; i++)
             if (lib_at(lib, i)->collective) s = lib_at(lib, i);
         compile_args a = {.p = 4, .rank = 1, .count = 8, .esize = 4, .commutative = 1, .max_steps = 100000};
+        /* a vector collective's vectors, as rank 1 has them (none of the root's: root 0) */
+        static const int64_t counts[4] = {1, 2, 0, 3}, displs[4] = {0, 1, 3, 3};
+        int c = s ? collective_from_name(s->collective) : -1;
+        for (int k = 0; k < COLL_NVEC && collective_has_vectors(c) && !collective_rooted(c); k++)
+            a.vec[k] = k % 2 ? displs : counts;
         nbc_program *prog = NULL;
         if (s) compile_program(lib, s, &a, &prog, d);
         free(prog);

@@ -29,14 +29,23 @@ done
 check "nbcc --help lists verify, simulate and draw" $?
 
 # ---- every shipped schedule verifies, in place and not ----
+# the vector collectives' schedules at every p up to 64, each with the vector cases of
+# docs/verify.md (zeros, one non-zero column, random counts packed, with gaps, reversed)
+vector="implements \(alltoallv\|gatherv\|scatterv\|allgatherv\|reduce_scatterv\) "
 for f in schedules/*.nbs examples/allreduce_star.nbs; do
+    ps=1..33
+    if grep -q "$vector" "$f"; then ps=1..64; fi
     for mode in "" --inplace; do
-        "$nbcc" verify "$f" --p 1..33 --counts 1,p+1,1001 $mode > "$tmp/out" 2>&1
-        check "$f verifies for p = 1..33, counts 1, p+1, 1001${mode:+, $mode}" $? "$(head -n 20 "$tmp/out")"
+        "$nbcc" verify "$f" --p $ps --counts 1,p+1,1001 $mode > "$tmp/out" 2>&1
+        check "$f verifies for p = $ps, counts 1, p+1, 1001${mode:+, $mode}" $? "$(head -n 20 "$tmp/out")"
     done
-    if grep -q "implements \(reduce\|bcast\|gather\|scatter\)\( \|$\)" "$f"; then # rooted: a root other than 0 as well
-        "$nbcc" verify "$f" --p 4..17 --counts 0,p+1,1001 --root 3 > "$tmp/out" 2>&1
-        check "$f verifies with root 3 for p = 4..17" $? "$(head -n 20 "$tmp/out")"
+    if grep -q "implements \(reduce\|bcast\|gather\|scatter\|gatherv\|scatterv\)\( \|$\)" "$f"; then # rooted: a root other than 0 as well
+        rp=4..17
+        if grep -q "$vector" "$f"; then rp=4..64; fi
+        for mode in "" --inplace; do
+            "$nbcc" verify "$f" --p $rp --counts 0,p+1,1001 --root 3 $mode > "$tmp/out" 2>&1
+            check "$f verifies with root 3 for p = $rp${mode:+, $mode}" $? "$(head -n 20 "$tmp/out")"
+        done
     fi
 done
 "$nbcc" verify schedules/allreduce_multi.nbs --p 1..9 --counts 0,p+1,101 --nbufs 1..4 > "$tmp/out" 2>&1

@@ -8,6 +8,7 @@
 
 #include "collectives.h"
 #include "nbcc.h"
+#include "verify.h"
 
 static const char *const usage_check =
     "usage: nbcc check [--no-shared-memory] FILE|DIR...\n"
@@ -31,6 +32,10 @@ static int check_schedule(const sched_lib *lib, const sched_def *s)
                 for (int64_t r = 0; r < p && !bad; r++) {
                     compile_args a = {.p = p, .rank = r, .count = counts[c], .esize = 8, .max_insns = nbcc_max_insns,
                                       .shared_memory = nbcc_shared_memory, .inplace = collective_inplace_at(coll, r, 0, flags & 1), .commutative = !(flags & 2)};
+                    int64_t space[4 * 8];
+                    /* a vector collective: the verifier's vector cases, then equal counts */
+                    int vcase = c < VERIFY_VECTOR_CASES ? (int)c : VERIFY_UNIFORM;
+                    verify_vectors(collective_from_name(s->collective), vcase, 1, &a, r, space);
                     nbc_program *prog = NULL;
                     int rc = compile_program(lib, s, &a, &prog, &d);
                     if (rc == COMPILE_OK && verify_program(s, prog, &a)) rc = COMPILE_ERROR;

@@ -3,7 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "collectives.h"
 #include "disasm.h"
+#include "verify.h"
 #include "nbcc.h"
 
 static const char *const usage_dump =
@@ -57,10 +59,13 @@ int nbcc_dump(int argc, char **argv)
     int rc = 0;
     diag d;
     diag_init(&d);
+    int64_t *space = malloc(4 * (size_t)p * sizeof *space); /* a vector collective's: every count --count */
+    if (!space) rc = 1;
     for (long long r = rank < 0 ? 0 : rank; r < (rank < 0 ? p : rank + 1) && !rc; r++) {
         compile_args a = {.p = p, .rank = r, .count = count, .esize = esize, .inplace = inplace, .commutative = commutative,
                           .max_insns = nbcc_max_insns, .shared_memory = nbcc_shared_memory,
                           .root = root < 0 ? 0 : root};
+        verify_vectors(collective_from_name(s->collective ? s->collective : "allreduce"), VERIFY_UNIFORM, 1, &a, r, space);
         nbc_program *prog;
         if (compile_program(lib, s, &a, &prog, &d) != COMPILE_OK) {
             fprintf(stderr, "%s", d.text ? d.text : "");
@@ -80,6 +85,7 @@ int nbcc_dump(int argc, char **argv)
         prog_disasm(prog, stdout);
         free(prog);
     }
+    free(space);
     diag_free(&d);
     lib_destroy(lib);
     return rc;

@@ -78,7 +78,13 @@ static int verify_one(const sched_lib *lib, const sched_def *s, const verify_opt
         }
         int64_t *counts;
         size_t ncounts;
-        if (c == COLL_BARRIER) { /* no data: the runtime compiles barriers for count 0 alone */
+        if (collective_has_vectors(c)) { /* the verifier's vector cases, the random ones with two seeds */
+            ncounts = 2 * VERIFY_VECTOR_CASES - 2;
+            counts = calloc(ncounts, sizeof *counts);
+            bad = counts ? 0 : 2;
+            for (size_t j = 0; counts && j < ncounts; j++) counts[j] = (int64_t)j;
+            if (bad) break;
+        } else if (c == COLL_BARRIER) { /* no data: the runtime compiles barriers for count 0 alone */
             counts = calloc(1, sizeof *counts);
             ncounts = 1;
         } else if (expand_list("--counts", o->counts_text, ps[i], 1, &counts, &ncounts)) {
@@ -91,6 +97,11 @@ static int verify_one(const sched_lib *lib, const sched_def *s, const verify_opt
                 verify_args a = {.base = o->base, .seed = (uint64_t)o->seed};
                 a.base.p = ps[i];
                 a.base.count = counts[j];
+                if (collective_has_vectors(c)) { /* cases 0, 1, 2, 3, 4, then 2, 3, 4 with the next seed */
+                    a.vcase = counts[j] < VERIFY_VECTOR_CASES ? (int)counts[j] : (int)counts[j] - VERIFY_VECTOR_CASES + 2;
+                    a.seed += counts[j] >= VERIFY_VECTOR_CASES;
+                    a.base.count = 0;
+                }
                 a.base.commutative = variants[b % (size_t)nv];
                 a.base.nbufs = nbufs[b / (size_t)nv];
                 int rc = verify_schedule(lib, s, &a, &d, &st);
@@ -113,7 +124,7 @@ static int verify_one(const sched_lib *lib, const sched_def *s, const verify_opt
         return 1;
     }
     printf("%s (%s): ok, %ld runs (p = %s; counts %s;%s%s%s %s)", s->name, s->src->name, runs, o->p_text,
-           c == COLL_BARRIER ? "0 (a barrier)" : o->counts_text,
+           c == COLL_BARRIER ? "0 (a barrier)" : collective_has_vectors(c) ? "from the vector cases of docs/verify.md" : o->counts_text,
            is_multi(s) ? " buffers " : "", is_multi(s) ? o->nbufs_text : "", is_multi(s) ? ";" : o->base.inplace ? " in place;" : "", nv == 2 ? "commutative and non-commutative op" : variants[0] ? "commutative op" : "non-commutative op");
     if (skipped) printf(", %ld skipped by its requirements", skipped);
     printf("; %" PRIu64 " programs, %" PRIu64 " instructions, %" PRIu64 " messages; %.2f s\n", st.programs, st.insns, st.messages,
