@@ -144,10 +144,44 @@ static int side_check(const side *s, int p, int w, int *dense)
     return MPI_SUCCESS;
 }
 
+/* Whether the blocks cannot go to nbc as they are even when dense: a negative displacement, or
+ * receive blocks that overlap (which MPI makes erroneous and MPICH runs: unpacked in rank order,
+ * the last one written stays). */
+typedef struct {
+    long long lo, hi;
+} span;
+
+static int by_lo(const void *a, const void *b)
+{
+    const span *x = a, *y = b;
+    return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+static int awkward(const side *s, int p, int w, int output)
+{
+    for (int i = 0; i < p; i++)
+        if (s->displs[i] < 0) return 1;
+    if (!output) return 0;
+    span *b = malloc((size_t)(p > 0 ? p : 1) * sizeof *b);
+    if (!b) return 1; /* (packing reports the shortage) */
+    int n = 0, overlap = 0;
+    for (int i = 0; i < p; i++) {
+        MPI_Aint lb, extent;
+        PMPI_Type_get_extent(w ? s->types[i] : s->type, &lb, &extent);
+        long long at = w ? s->displs[i] : (long long)s->displs[i] * extent;
+        if (s->counts[i] > 0) b[n++] = (span){at, at + (long long)s->counts[i] * extent};
+    }
+    qsort(b, (size_t)n, sizeof *b, by_lo);
+    for (int i = 1; i < n && !overlap; i++) overlap = b[i].lo < b[i - 1].hi;
+    free(b);
+    return overlap;
+}
+
 static int vector_side(nm_req *r, int slot, int p, int w, int force, int input, int output, side *s)
 {
     int dense, rc = side_check(s, p, w, &dense);
     if (rc) return rc;
+    if (dense && !force) force = awkward(s, p, w, output);
     if (dense && !force) return MPI_SUCCESS;
     int *bytes = malloc(2 * (size_t)(p > 0 ? p : 1) * sizeof *bytes);
     if (!bytes) return MPI_ERR_NO_MEM;
