@@ -24,8 +24,10 @@ static int check_comm(MPI_Comm comm)
 }
 
 /* The element size; only contiguous datatypes (size == extent, lower bound 0) are supported,
- * because local copies and reductions treat the buffers as arrays. */
-static int check_datatype(MPI_Datatype dt, MPI_Aint *esize)
+ * because local copies and reductions treat the buffers as arrays. empty_ok: a type of no data
+ * (MPI_Type_contiguous(0, ...), whatever its extent) is fine too, with size 0: what moves bytes
+ * moves none of it. */
+static int check_type(MPI_Datatype dt, int empty_ok, MPI_Aint *esize)
 {
     if (dt == MPI_DATATYPE_NULL) return nbc_fail(MPI_ERR_TYPE, "the datatype is MPI_DATATYPE_NULL");
     /* The common predefined types are contiguous with C's sizes: no MPI query on the call path
@@ -49,12 +51,18 @@ static int check_datatype(MPI_Datatype dt, MPI_Aint *esize)
     int size;
     if (MPI_Type_get_extent(dt, &lb, &extent) != MPI_SUCCESS || MPI_Type_size(dt, &size) != MPI_SUCCESS)
         return nbc_fail(MPI_ERR_TYPE, "invalid datatype");
+    if (empty_ok && size == 0) {
+        *esize = 0;
+        return MPI_SUCCESS;
+    }
     if (lb != 0 || extent != size || size <= 0)
         return nbc_fail(MPI_ERR_TYPE, "only contiguous datatypes are supported (size %d, extent %ld, lower bound %ld)",
                         size, (long)extent, (long)lb);
     *esize = extent;
     return MPI_SUCCESS;
 }
+
+static int check_datatype(MPI_Datatype dt, MPI_Aint *esize) { return check_type(dt, 0, esize); }
 
 /* Predefined ops that MPI defines only on some types: with no kernel for the type, the pair
  * is invalid (and MPICH would abort inside MPI_Reduce_local rather than return an error). */
@@ -83,7 +91,7 @@ int call_bytes(const char *fn, int count, MPI_Datatype type, int64_t *bytes)
     *bytes = 0;
     if (count < 0) return nbc_fail(MPI_ERR_COUNT, "%s: count %d is negative", fn, count);
     MPI_Aint esize;
-    int rc = check_datatype(type, &esize);
+    int rc = check_type(type, 1, &esize);
     if (rc) return rc;
     *bytes = (int64_t)count * (int64_t)esize;
     return MPI_SUCCESS;
@@ -233,7 +241,7 @@ static int side_bytes(const vcall *c, int size, const int *counts, const int *di
     int rc;
     MPI_Aint tsize = 1;
     *len = 0;
-    if (!types && (rc = check_datatype(type, &tsize))) return rc;
+    if (!types && (rc = check_type(type, 1, &tsize))) return rc;
     for (int r = 0; r < size; r++) {
         if ((rc = call_bytes(c->c.fn, counts[r], types ? types[r] : type, &cnt[r]))) return rc;
         if (displs[r] < 0)
@@ -242,6 +250,31 @@ static int side_bytes(const vcall *c, int size, const int *counts, const int *di
         if (cnt[r] > 0 && dsp[r] + cnt[r] > *len) *len = dsp[r] + cnt[r];
     }
     return MPI_SUCCESS;
+}
+
+/* MPI makes receive blocks that overlap erroneous, and the schedules would race on them:
+ * refused, naming two of them. (The interposition library packs such blocks, as MPICH runs them.) */
+static const int64_t *sort_dsp; /* (qsort takes no context: calls are made under the library's lock) */
+static int by_dsp(const void *a, const void *b)
+{
+    int64_t x = sort_dsp[*(const int *)a], y = sort_dsp[*(const int *)b];
+    return (x > y) - (x < y);
+}
+
+static int receive_blocks_apart(const call *c, int size, const int64_t *cnt, const int64_t *dsp)
+{
+    int *order = malloc((size_t)size * sizeof *order), n = 0, rc = MPI_SUCCESS;
+    if (!order) return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
+    for (int r = 0; r < size; r++)
+        if (cnt[r] > 0) order[n++] = r;
+    sort_dsp = dsp;
+    qsort(order, (size_t)n, sizeof *order, by_dsp);
+    for (int i = 1; i < n && !rc; i++)
+        if (dsp[order[i]] < dsp[order[i - 1]] + cnt[order[i - 1]])
+            rc = nbc_fail(MPI_ERR_ARG, "%s: the receive blocks of ranks %d and %d overlap (MPI makes that erroneous)",
+                          c->fn, order[i - 1], order[i]);
+    free(order);
+    return rc;
 }
 
 static int null_array(const call *c, const char *what)
@@ -276,7 +309,9 @@ static int check_vector_call(const vcall *vcl, int size, int rank, int64_t *spac
         if (!vcl->rcounts || !vcl->rdispls || (!inplace && (!vcl->scounts || !vcl->sdispls)))
             return null_array(c, "a count or displacement array");
         if (vcl->w && (!vcl->rtypes || (!inplace && !vcl->stypes))) return null_array(c, vcl->rtypes ? "sendtypes" : "recvtypes");
-        if ((rc = side_bytes(vcl, size, vcl->rcounts, vcl->rdispls, c->datatype, vcl->rtypes, rcn, rd, &v->recv_len))) return rc;
+        if ((rc = side_bytes(vcl, size, vcl->rcounts, vcl->rdispls, c->datatype, vcl->rtypes, rcn, rd, &v->recv_len)) ||
+            (rc = receive_blocks_apart(c, size, rcn, rd)))
+            return rc;
         if (inplace) { /* MPI: the data sent is recvbuf's, by recvcounts and rdispls */
             memcpy(sc, rcn, (size_t)size * sizeof *sc);
             memcpy(sd, rd, (size_t)size * sizeof *sd);
@@ -291,7 +326,9 @@ static int check_vector_call(const vcall *vcl, int size, int rank, int64_t *spac
         if (!inplace && (rc = call_bytes(c->fn, vcl->sendcount, vcl->sendtype, &own))) return rc;
         if (root) {
             if (!vcl->rcounts || !vcl->rdispls) return null_array(c, "recvcounts or displs");
-            if ((rc = side_bytes(vcl, size, vcl->rcounts, vcl->rdispls, c->datatype, NULL, rcn, rd, &v->recv_len))) return rc;
+            if ((rc = side_bytes(vcl, size, vcl->rcounts, vcl->rdispls, c->datatype, NULL, rcn, rd, &v->recv_len)) ||
+                (rc = receive_blocks_apart(c, size, rcn, rd)))
+                return rc;
             if (inplace) own = rcn[rank];
             else if (own != rcn[rank]) return own_block(c, own, rcn[rank]);
             v->vec[VEC_RCOUNTS] = rcn, v->vec[VEC_RDISPLS] = rd;
@@ -311,7 +348,9 @@ static int check_vector_call(const vcall *vcl, int size, int rank, int64_t *spac
         break;
     case COLL_ALLGATHERV:
         if (!vcl->rcounts || !vcl->rdispls) return null_array(c, "recvcounts or displs");
-        if ((rc = side_bytes(vcl, size, vcl->rcounts, vcl->rdispls, c->datatype, NULL, rcn, rd, &v->recv_len))) return rc;
+        if ((rc = side_bytes(vcl, size, vcl->rcounts, vcl->rdispls, c->datatype, NULL, rcn, rd, &v->recv_len)) ||
+            (rc = receive_blocks_apart(c, size, rcn, rd)))
+            return rc;
         if (inplace) own = rcn[rank];
         else if ((rc = call_bytes(c->fn, vcl->sendcount, vcl->sendtype, &own))) return rc;
         else if (own != rcn[rank]) return own_block(c, own, rcn[rank]);

@@ -31,8 +31,8 @@ if ! command -v "${launcher%% *}" > /dev/null; then
     echo "skip python: no ${launcher%% *} to run mpi4py's MPI"
     exit 0
 fi
-mods="test_bindings test_fast"
-[ "$p" = 2 ] && mods="test_bindings test_fast test_torch"
+mods="test_bindings test_fast test_collectives"
+[ "$p" = 2 ] && mods="test_bindings test_fast test_collectives test_torch"
 unset NBC_LIBRARY NBC_FAST NBC_EXPECT_FAST
 # nbc._fast, when make built it for this python3, must be the path the calls take
 suffix=$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
