@@ -70,7 +70,7 @@ static int reduction(nm_req *r, const void *sendbuf, void *recvbuf, int n_send, 
     int n_in = inplace ? n_send : n_recv;
     if ((rc = nm_pack(r, 0, inplace ? recvbuf : NULL, n_in, type, n_in * size, &a->recv))) return rc;
     r->unpack_to = recvbuf;
-    r->unpack_type = type;
+    r->unpack_type = nm_hold(r, type);
     r->unpack_count = n_recv;
     return MPI_SUCCESS;
 }
@@ -90,7 +90,7 @@ static int as_bytes(nm_req *r, int slot, const void *buf, int count, MPI_Datatyp
     int rc = nm_pack(r, slot, input ? buf : NULL, count, type, count * size, out);
     if (rc == MPI_SUCCESS && output) {
         r->unpack_to = (void *)(uintptr_t)buf;
-        r->unpack_type = type;
+        r->unpack_type = nm_hold(r, type);
         r->unpack_count = count;
     }
     return rc;

@@ -40,13 +40,22 @@ int nm_dense(MPI_Datatype type, MPI_Aint *size)
     return lb == 0 && extent == sz && tlb == 0 && textent == sz;
 }
 
+MPI_Datatype nm_hold(nm_req *r, MPI_Datatype type)
+{
+    MPI_Datatype dup;
+    if (nm_predefined(type) || r->nheld == (int)(sizeof r->held / sizeof *r->held) ||
+        PMPI_Type_dup(type, &dup) != MPI_SUCCESS)
+        return type;
+    return r->held[r->nheld++] = dup;
+}
+
 int nm_pack(nm_req *r, int slot, const void *buf, int count, MPI_Datatype type, MPI_Aint bytes, void **out)
 {
     r->scratch[slot] = malloc(bytes > 0 ? (size_t)bytes : 1);
     if (!r->scratch[slot]) return MPI_ERR_NO_MEM;
     *out = r->scratch[slot];
     if (!buf) return MPI_SUCCESS; /* an output only */
-    r->packed[slot].from = buf, r->packed[slot].count = count, r->packed[slot].type = type;
+    r->packed[slot].from = buf, r->packed[slot].count = count, r->packed[slot].type = nm_hold(r, type);
     int pos = 0;
     return PMPI_Pack(buf, count, type, r->scratch[slot], (int)bytes, &pos, r->comm);
 }
@@ -112,7 +121,7 @@ int nm_standin(nm_req *r, MPI_Datatype type, MPI_Op op, MPI_Aint size, MPI_Datat
         return rc;
     MPI_Aint s;
     r->real_contiguous = nm_dense(type, &s);
-    r->real_type = type;
+    r->real_type = nm_hold(r, type);
     r->real_op = op;
     *standin = r->standin;
     *wrapper = wrap_op[commute];
@@ -145,6 +154,7 @@ void nm_layout_finish(nm_req *r)
         r->scratch[i] = NULL;
     }
     if (r->standin != MPI_DATATYPE_NULL) PMPI_Type_free(&r->standin);
+    while (r->nheld > 0) PMPI_Type_free(&r->held[--r->nheld]);
     for (int i = 0; i < 2; i++) {
         if (r->blocks[i] != MPI_DATATYPE_NULL) PMPI_Type_free(&r->blocks[i]);
         free(r->bytes[i]);

@@ -74,6 +74,10 @@ struct nm_req {
      * receive side 0) and the byte counts and displacements nbc takes (send, receive) */
     MPI_Datatype blocks[2];
     int *bytes[2];
+    /* the application's derived datatypes this request still reads (packing again, unpacking,
+     * reducing), duplicated: MPI lets the application free them before the call completes */
+    MPI_Datatype held[6];
+    int nheld;
     nm_req *prev, *next; /* on the list of collectives not yet done */
 };
 
@@ -99,6 +103,8 @@ int nm_pack(nm_req *r, int slot, const void *buf, int count, MPI_Datatype type, 
 int nm_pair_check(MPI_Datatype type, MPI_Op op, int *direct);
 int nm_standin(nm_req *r, MPI_Datatype type, MPI_Op op, MPI_Aint size, MPI_Datatype *standin, MPI_Op *wrapper);
 void nm_layout_finish(nm_req *r); /* unpacks, frees scratch and stand-in */
+/* type itself when predefined, else a duplicate r frees when done (nm_layout_finish) */
+MPI_Datatype nm_hold(nm_req *r, MPI_Datatype type);
 void nm_repack(nm_req *r);        /* packs the inputs again, from where they were packed first */
 
 /* ---- one collective call, as the application made it and as nbc takes it (collectives.c) ---- */
