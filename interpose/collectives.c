@@ -129,21 +129,6 @@ typedef struct {
     const MPI_Datatype *types;
 } side;
 
-/* Whether the side's datatypes are all dense (*dense), or MPI's class for bad arguments. */
-static int side_check(const side *s, int p, int w, int *dense)
-{
-    if (!s->counts || !s->displs || (w && !s->types)) return MPI_ERR_ARG;
-    *dense = 1;
-    for (int i = 0; i < p; i++) {
-        MPI_Aint size;
-        if (s->counts[i] < 0) return MPI_ERR_COUNT;
-        if (i > 0 && !w) continue;
-        *dense &= nm_dense(w ? s->types[i] : s->type, &size) != 0;
-        if (size < 0) return MPI_ERR_TYPE;
-    }
-    return MPI_SUCCESS;
-}
-
 /* Whether the blocks cannot go to nbc as they are even when dense: a negative displacement, or
  * receive blocks that overlap (which MPI makes erroneous and MPICH runs: unpacked in rank order,
  * the last one written stays). */
@@ -177,11 +162,27 @@ static int awkward(const side *s, int p, int w, int output)
     return overlap;
 }
 
+/* Whether nbc takes the side as it is (*dense: its datatypes all dense, its blocks not awkward),
+ * or MPI's class for bad arguments. */
+static int side_check(const side *s, int p, int w, int output, int *dense)
+{
+    if (!s->counts || !s->displs || (w && !s->types)) return MPI_ERR_ARG;
+    *dense = 1;
+    for (int i = 0; i < p; i++) {
+        MPI_Aint size;
+        if (s->counts[i] < 0) return MPI_ERR_COUNT;
+        if (i > 0 && !w) continue;
+        *dense &= nm_dense(w ? s->types[i] : s->type, &size) != 0;
+        if (size < 0) return MPI_ERR_TYPE;
+    }
+    if (*dense) *dense = !awkward(s, p, w, output);
+    return MPI_SUCCESS;
+}
+
 static int vector_side(nm_req *r, int slot, int p, int w, int force, int input, int output, side *s)
 {
-    int dense, rc = side_check(s, p, w, &dense);
+    int dense, rc = side_check(s, p, w, output, &dense);
     if (rc) return rc;
-    if (dense && !force) force = awkward(s, p, w, output);
     if (dense && !force) return MPI_SUCCESS;
     int *bytes = malloc(2 * (size_t)(p > 0 ? p : 1) * sizeof *bytes);
     if (!bytes) return MPI_ERR_NO_MEM;
@@ -408,7 +409,8 @@ int nm_prepare(nm_req *r, nm_call *c)
         side recv = {c->recvbuf, c->recvcounts, c->rdispls, c->recvtype, c->recvtypes};
         if (w) { /* one side not dense: both packed, and the call an alltoallv of bytes */
             int dense_recv, dense_send = 1;
-            if ((rc = side_check(&recv, p, 1, &dense_recv)) || (!inplace && (rc = side_check(&send, p, 1, &dense_send))))
+            if ((rc = side_check(&recv, p, 1, 1, &dense_recv)) ||
+                (!inplace && (rc = side_check(&send, p, 1, 0, &dense_send))))
                 return rc;
             force = !dense_recv || !dense_send;
         }
