@@ -124,3 +124,15 @@ coll_shape collective_shape_vec(nbc_collective c, int64_t p, int64_t rank, int64
     default: return (coll_shape){0, 0, 0};
     }
 }
+
+void collective_uniform_vectors(int c, int64_t p, int64_t rank, int64_t root, int64_t count, int64_t *space,
+                                const int64_t *vec[COLL_NVEC])
+{
+    for (int k = 0; k < COLL_NVEC; k++) vec[k] = NULL;
+    if (!collective_has_vectors(c)) return;
+    for (int64_t r = 0; r < p; r++) space[r] = count, space[p + r] = r * count;
+    int here = c != COLL_GATHERV && c != COLL_SCATTERV ? 1 : rank == root;
+    for (int k = 0; k < COLL_NVEC; k++)
+        if (vector_names[c][k] && here && !(c == COLL_REDUCE_SCATTERV && k == VEC_RDISPLS))
+            vec[k] = space + (k % 2 ? p : 0);
+}
