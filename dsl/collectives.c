@@ -74,7 +74,14 @@ static const char *const vector_names[][COLL_NVEC] = {
     [COLL_REDUCE_SCATTERV] = {NULL, NULL, "recvcounts", "displs"},
 };
 
-int collective_has_vectors(int c) { return c >= COLL_ALLTOALLV && c <= COLL_REDUCE_SCATTERV; }
+/* a vector collective is one with a row in vector_names, wherever it sits in the enum */
+int collective_has_vectors(int c)
+{
+    if (c < 0 || c >= (int)(sizeof vector_names / sizeof *vector_names)) return 0;
+    for (int k = 0; k < COLL_NVEC; k++)
+        if (vector_names[c][k]) return 1;
+    return 0;
+}
 
 int collective_inplace_is_recv(int c) { return c == COLL_SCATTERV; }
 
