@@ -180,8 +180,17 @@ static int start_rank(sctx *c, uint32_t r)
     ca.rank = r;
     /* MPI_IN_PLACE of a reduce, gather or scatter is the root's alone */
     if (c->s->collective) ca.inplace = collective_inplace_at(collective_from_name(c->s->collective), r, c->a->root, ca.inplace);
+    /* a vector collective's: every count the count simulated, packed */
+    int coll = c->s->collective ? collective_from_name(c->s->collective) : -1;
+    int64_t *space = collective_has_vectors(coll) ? malloc(4 * (size_t)ca.p * sizeof *space) : NULL;
+    if (collective_has_vectors(coll) && !space) {
+        nomem(c);
+        return -1;
+    }
+    collective_uniform_vectors(coll, ca.p, r, ca.root, ca.count, space, ca.vec);
     nbc_program *prog;
     int rc = compile_program(c->lib, c->s, &ca, &prog, c->d);
+    free(space);
     if (rc != COMPILE_OK) {
         c->failed = 1;
         return -1;

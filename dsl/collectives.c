@@ -92,7 +92,14 @@ static const char *const vector_names[][COLL_NVEC] = {
     [COLL_REDUCE_SCATTERV] = {NULL, NULL, "recvcounts", "displs"},
 };
 
-int collective_has_vectors(int c) { return c >= COLL_ALLTOALLV && c <= COLL_REDUCE_SCATTERV; }
+/* a vector collective is one with a row in vector_names, wherever it sits in the enum */
+int collective_has_vectors(int c)
+{
+    if (c < 0 || c >= (int)(sizeof vector_names / sizeof *vector_names)) return 0;
+    for (int k = 0; k < COLL_NVEC; k++)
+        if (vector_names[c][k]) return 1;
+    return 0;
+}
 
 int collective_inplace_is_recv(int c) { return c == COLL_SCATTERV; }
 
@@ -141,4 +148,16 @@ coll_shape collective_shape_vec(nbc_collective c, int64_t p, int64_t rank, int64
     }
     default: return (coll_shape){0, 0, 0};
     }
+}
+
+void collective_uniform_vectors(int c, int64_t p, int64_t rank, int64_t root, int64_t count, int64_t *space,
+                                const int64_t *vec[COLL_NVEC])
+{
+    for (int k = 0; k < COLL_NVEC; k++) vec[k] = NULL;
+    if (!collective_has_vectors(c)) return;
+    for (int64_t r = 0; r < p; r++) space[r] = count, space[p + r] = r * count;
+    int here = c != COLL_GATHERV && c != COLL_SCATTERV ? 1 : rank == root;
+    for (int k = 0; k < COLL_NVEC; k++)
+        if (vector_names[c][k] && here && !(c == COLL_REDUCE_SCATTERV && k == VEC_RDISPLS))
+            vec[k] = space + (k % 2 ? p : 0);
 }

@@ -59,6 +59,11 @@ int collective_has_vectors(int c); /* whether c is a vector collective */
 /* Whether MPI_IN_PLACE stands for the root's recvbuf rather than sendbuf (scatterv's): the
  * root keeps its block in sendbuf and receives nothing; sendbuf is still its own buffer. */
 int collective_inplace_is_recv(int c);
+/* Equal vectors, for tools that know a count but no vectors (nbcc simulate, draw): every count
+ * `count`, blocks packed in rank order, given where the collective has them on `rank` (space:
+ * 4·p values the vectors point into; all NULL for other collectives). */
+void collective_uniform_vectors(int c, int64_t p, int64_t rank, int64_t root, int64_t count, int64_t *space,
+                                const int64_t *vec[COLL_NVEC]);
 /* collective_shape for a vector collective, from this rank's vectors (vec[VEC_...], each p
  * long or NULL); the others ignore vec. Lengths are the blocks' furthest ends: alltoallv's
  * sendbuf is max over r of sdispls[r] + sendcounts[r] (0 where every count is 0). */

@@ -353,6 +353,9 @@ static const sched_def *by_model(const sched_lib *lib, const sim_model *m, nbc_c
 const sched_def *select_choose(const sched_lib *lib, const rule_table *t, select_mode mode, const sim_model *m,
                                nbc_collective c, compile_args *a, diag *why)
 {
+    /* the vector collectives' counts differ between ranks: a model's estimate from this rank's
+     * would not be the same everywhere, while their rules look at p and the op alone */
+    if (collective_has_vectors(c)) mode = SELECT_RULES;
     const sched_def *s = mode == SELECT_MODEL ? by_model(lib, m, c, a, why) : by_rules(lib, t, c, a, why);
     if (why && !s) diag_append(why, "  no schedule is eligible\n");
     if (why && s) { /* as a rule or nbc_set_schedule would name it */

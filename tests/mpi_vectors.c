@@ -350,6 +350,36 @@ static void noncommutative(MPI_Op op)
     nbc_set_schedule("reduce_scatterv", NULL);
 }
 
+/* ---- alltoallv with types of equal signature but unlike: pairs of ints sent, ints received ---- */
+static void mixed_types(void)
+{
+    for (int forced = 0; forced < 3; forced++) {
+        const char *name = forced == 0 ? NULL : forced == 1 ? "alltoallv_pairwise" : "alltoallv_linear";
+        nbc_set_schedule("alltoallv", name);
+        int c = new_case("alltoallv p=%d %s sendtype 2 ints, recvtype int (counts doubled)", size, name ? name : "auto");
+        int *sc = malloc(sizeof(int) * size), *sd = malloc(sizeof(int) * size), *rc = malloc(sizeof(int) * size),
+            *rd = malloc(sizeof(int) * size), *row = malloc(sizeof(int) * size), *rowd = malloc(sizeof(int) * size);
+        for (int j = 0; j < size; j++) sc[j] = mcount(3, rank, j), rc[j] = 2 * mcount(3, j, rank);
+        int slen = 2 * layout(3, sc, sd), rlen = layout(3, rc, rd);
+        int *in = malloc(sizeof(int) * (size_t)(slen + 1)), *out = malloc(sizeof(int) * (size_t)(rlen + 1));
+        for (int i = 0; i < slen; i++) in[i] = (int)value(rank, i);
+        for (int i = 0; i < rlen; i++) out[i] = SENTINEL;
+        nbc_request r;
+        int code = nbc_ialltoallv(in, sc, sd, int2, out, rc, rd, MPI_INT, MPI_COMM_WORLD, &r);
+        if (code == MPI_SUCCESS) code = nbc_wait(&r);
+        if (code != MPI_SUCCESS) fail(c, "error %d: %.100s", code, nbc_error_message());
+        for (int j = 0; j < size && !failed[c]; j++) {
+            for (int k = 0; k < size; k++) row[k] = mcount(3, j, k); /* rank j's send side, in pairs */
+            layout(3, row, rowd);
+            for (int t = 0; t < rc[j]; t++)
+                if (out[rd[j] + t] != value(j, 2L * rowd[rank] + t))
+                    fail(c, "element %d of rank %d's block is %d, expected %ld", t, j, out[rd[j] + t], value(j, 2L * rowd[rank] + t));
+        }
+        free(sc), free(sd), free(rc), free(rd), free(row), free(rowd), free(in), free(out);
+    }
+    nbc_set_schedule("alltoallv", NULL);
+}
+
 /* ---- the program cache: same vectors reuse the program, other vectors do not ---- */
 static void cache_reuse(void)
 {
@@ -426,6 +456,7 @@ int main(int argc, char **argv)
         nbc_set_schedule(sel_names[coll], NULL);
     }
     noncommutative(op);
+    mixed_types();
     cache_reuse();
     nbc_finalize();
 

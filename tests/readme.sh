@@ -83,7 +83,7 @@ awk 'NR > 1 { c = $2; if (c == "(block)") blocks = 1; else if (blocks) bad = 1
      END { exit bad || !blocks }' "$tmp/list"
 check "nbcc list is sorted by collective and name, building blocks last" $? "$(cat "$tmp/list")"
 [ "$(awk 'NR > 1 { print $2 }' "$tmp/list" | uniq | tr '\n' ' ')" = \
-    "allreduce reduce bcast barrier reduce_scatter allgather allreduce_multi alltoall gather scatter scan exscan (block) " ]
+    "allreduce reduce bcast barrier reduce_scatter allgather allreduce_multi alltoall gather scatter scan exscan alltoallv gatherv scatterv allgatherv reduce_scatterv (block) " ]
 check "nbcc list groups the collectives in the README's order" $? "$(awk 'NR > 1 { print $2 }' "$tmp/list" | uniq | tr '\n' ' ')"
 
 # ---- versions: one source of truth ----
@@ -113,7 +113,7 @@ mistake() { # NAME WANT COMMAND...: one line on stderr, exit 2, matching WANT
     check "$name" $? "exit $rc: $(cat "$tmp/err" "$tmp/out" | head -n 4)"
 }
 mistake "--collective alreduce names it and the collectives, on one line" \
-    "^nbcc explain: unknown collective 'alreduce' (known: allreduce, reduce, .*allgather, allreduce_multi, alltoall, .*exscan) (see 'nbcc explain --help')$" \
+    "^nbcc explain: unknown collective 'alreduce' (known: allreduce, reduce, .*allgather, allreduce_multi, alltoall, .*reduce_scatterv) (see 'nbcc explain --help')$" \
     "$nbcc" explain --collective alreduce --p 4 --count 8
 mistake "--type long_dubble names it and the types, on one line" \
     "^nbcc dump: unknown type 'long_dubble' (known: int8, .*, long_double) (see 'nbcc dump --help')$" \

@@ -267,6 +267,31 @@ static void model_mode(void)
     diag_free(&why);
 }
 
+/* The vector collectives: alltoallv as Open MPI's ompi_coll_tuned_alltoallv_intra_dec_fixed
+ * (on p alone), the others by the op only; the same choice for every count. */
+static void vector_rules(void)
+{
+    static const long ps[] = {1, 2, 3, 4, 5, 63, 64, 65, 127, 128, 129, 255, 256, 1023, 1024, 5000};
+    int ok = 1;
+    char first[120] = "";
+    for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) {
+        long p = ps[i];
+        const char *want = p < 4 ? "pairwise" : p < 64 ? "linear" : p < 128 ? "pairwise" : p < 256 ? "linear" : p < 1024 ? "pairwise" : "linear";
+        for (long count = 0; count <= 1 << 20; count += 1 << 19) {
+            const char *got[5] = {choose(COLL_ALLTOALLV, p, count, 1, 1, NULL), choose(COLL_GATHERV, p, count, 1, 1, NULL),
+                                  choose(COLL_ALLGATHERV, p, count, 1, 1, NULL), choose(COLL_REDUCE_SCATTERV, p, count, 4, 1, NULL),
+                                  choose(COLL_REDUCE_SCATTERV, p, count, 4, 0, NULL)};
+            const char *exp[5] = {want, "linear", "ring", "ring", "linear"};
+            for (int k = 0; k < 5; k++)
+                if (strcmp(got[k], exp[k]) && ok) {
+                    ok = 0;
+                    snprintf(first, sizeof first, "p = %ld, count %ld, case %d: %s, expected %s", p, count, k, got[k], exp[k]);
+                }
+        }
+    }
+    result(ok, "the vector collectives' rules (alltoallv by p as Open MPI; reduce_scatterv by the op)", "%s", first);
+}
+
 int main(void)
 {
     lib = lib_create();
@@ -278,6 +303,7 @@ int main(void)
     result(rc == 0 && d.errors == 0, "the built-in rules parse", "%s", d.text ? d.text : "");
     diag_free(&d);
     decision_tree();
+    vector_rules();
     fallbacks();
     fixed_count_rules();
     model_mode();
