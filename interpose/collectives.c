@@ -280,12 +280,7 @@ int nm_route(const nm_call *c)
     case K_IALLREDUCE:
     case K_IREDUCE:
     case K_IBCAST: return too_large(c->count, c->type, 1) ? R_TOO_LARGE : -1;
-    case K_IREDUCE_SCATTER_BLOCK: {
-        int commute = 1;
-        if (too_large(c->count, c->type, comm_size(c->comm))) return R_TOO_LARGE;
-        /* no reduce-scatter schedule keeps rank order */
-        return PMPI_Op_commutative(c->op, &commute) == MPI_SUCCESS && !commute ? R_NONCOMMUTATIVE : -1;
-    }
+    case K_IREDUCE_SCATTER_BLOCK: return too_large(c->count, c->type, comm_size(c->comm)) ? R_TOO_LARGE : -1;
     case K_IALLGATHER:
     case K_IALLTOALL: return too_large(c->recvcount, c->recvtype, comm_size(c->comm)) ? R_TOO_LARGE : -1;
     case K_IGATHER:

@@ -42,8 +42,7 @@
 enum nm_kind {
     NM_COLLECTIVES(NM_NONBLOCKING_KIND) NM_COLLECTIVES(NM_BLOCKING_KIND) K_PERSISTENT, K_ALLOC_MEM, NKINDS
 };
-enum nm_reason { R_INTERCOMM, R_COMM_NULL, R_TOO_LARGE, R_BLOCKING_OFF, R_ALLOC_MEM_OFF, R_NBC_REFUSED,
-                 R_NONCOMMUTATIVE, NREASONS };
+enum nm_reason { R_INTERCOMM, R_COMM_NULL, R_TOO_LARGE, R_BLOCKING_OFF, R_ALLOC_MEM_OFF, R_NBC_REFUSED, NREASONS };
 void nm_ran(enum nm_kind k);
 void nm_passed(enum nm_kind k, enum nm_reason why);
 void nm_count_as(int k); /* the next counts of this thread go to kind k (-1: their own) */

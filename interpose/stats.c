@@ -15,7 +15,6 @@ static const char *const reason_name[NREASONS] = {
     "intercommunicator", "MPI_COMM_NULL or invalid communicator", "more than INT_MAX bytes",
     "blocking (NBC_MPI_BLOCKING unset)",
     "NBC_MPI_ALLOC_MEM=0", "nbc_alloc_mem failed",
-    "a non-commutative op (no reduce_scatter_block schedule keeps rank order)",
 };
 static unsigned long ran[NKINDS], passed[NKINDS][NREASONS];
 

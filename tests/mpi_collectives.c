@@ -48,9 +48,10 @@ static const struct { int coll; const char *name; int needs; } schedules[] = {
     {BARRIER, "barrier_all_to_all", ANY},
     {BARRIER, "barrier_all_to_one", ANY},
     {BARRIER, "barrier_dissemination", ANY},
-    {REDUCE_SCATTER, NULL, COMM},
+    {REDUCE_SCATTER, NULL, ORDERED}, /* automatic: the ordered linear one for a non-commutative op */
     {REDUCE_SCATTER, "reduce_scatter_halving", COMM | POW2},
     {REDUCE_SCATTER, "reduce_scatter_pairwise", COMM},
+    {REDUCE_SCATTER, "reduce_scatter_linear", ORDERED},
     {ALLGATHER, NULL, ANY},
     {ALLGATHER, "allgather_ring", ANY},
     {ALLGATHER, "allgather_recursive_doubling", POW2},
@@ -241,8 +242,9 @@ static void noncommutative(MPI_Datatype mat, MPI_Op op)
         } else if (coll != REDUCE || rank == 0) {
             for (int i = 0; i < COUNT && !failed[c]; i++) {
                 int want[4] = {1, 0, 0, 1}, m[4];
+                int at = coll == REDUCE_SCATTER ? rank * COUNT + i : i; /* (this rank's block) */
                 for (int q = 0; q < size; q++) { /* want = want · M_q, left to right */
-                    matrix_of(q, i, m);
+                    matrix_of(q, at, m);
                     int w[4] = {want[0] * m[0] + want[1] * m[2], want[0] * m[1] + want[1] * m[3],
                                 want[2] * m[0] + want[3] * m[2], want[2] * m[1] + want[3] * m[3]};
                     memcpy(want, w, sizeof w);
