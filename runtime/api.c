@@ -448,9 +448,9 @@ static vcall alltoallv_call(const char *fn, const void *sendbuf, const int sendc
                             const int rdispls[], MPI_Datatype recvtype, const MPI_Datatype recvtypes[], MPI_Comm comm)
 {
     return (vcall){.c = {.coll = COLL_ALLTOALLV, .fn = fn, .nbufs = 1, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                         .datatype = recvtype, .op = MPI_OP_NULL, .comm = comm},
+                         .datatype = recvtype, .op = MPI_OP_NULL, .comm = comm, .sendtype = sendtype},
                    .scounts = sendcounts, .sdispls = sdispls, .rcounts = recvcounts, .rdispls = rdispls,
-                   .stypes = sendtypes, .rtypes = recvtypes, .sendtype = sendtype};
+                   .stypes = sendtypes, .rtypes = recvtypes};
 }
 
 int nbc_ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype,
@@ -497,8 +497,8 @@ static vcall gatherv_call(const char *fn, const void *sendbuf, int sendcount, MP
                           const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
     return (vcall){.c = {.coll = COLL_GATHERV, .fn = fn, .nbufs = 1, .sendbuf = sendbuf, .recvbuf = recvbuf, .root = root,
-                         .datatype = recvtype, .op = MPI_OP_NULL, .comm = comm},
-                   .rcounts = recvcounts, .rdispls = displs, .sendcount = sendcount, .sendtype = sendtype};
+                         .datatype = recvtype, .op = MPI_OP_NULL, .comm = comm, .sendcount = sendcount, .sendtype = sendtype},
+                   .rcounts = recvcounts, .rdispls = displs};
 }
 
 int nbc_igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
@@ -520,8 +520,8 @@ static vcall scatterv_call(const char *fn, const void *sendbuf, const int sendco
                            MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
     return (vcall){.c = {.coll = COLL_SCATTERV, .fn = fn, .nbufs = 1, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                         .count = recvcount, .root = root, .datatype = recvtype, .op = MPI_OP_NULL, .comm = comm},
-                   .scounts = sendcounts, .sdispls = displs, .sendtype = sendtype};
+                         .count = recvcount, .root = root, .datatype = recvtype, .op = MPI_OP_NULL, .comm = comm, .sendtype = sendtype},
+                   .scounts = sendcounts, .sdispls = displs};
 }
 
 int nbc_iscatterv(const void *sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype,
@@ -543,8 +543,8 @@ static vcall allgatherv_call(const char *fn, const void *sendbuf, int sendcount,
                              const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm)
 {
     return (vcall){.c = {.coll = COLL_ALLGATHERV, .fn = fn, .nbufs = 1, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                         .datatype = recvtype, .op = MPI_OP_NULL, .comm = comm},
-                   .rcounts = recvcounts, .rdispls = displs, .sendcount = sendcount, .sendtype = sendtype};
+                         .datatype = recvtype, .op = MPI_OP_NULL, .comm = comm, .sendcount = sendcount, .sendtype = sendtype},
+                   .rcounts = recvcounts, .rdispls = displs};
 }
 
 int nbc_iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
@@ -566,8 +566,8 @@ static vcall reduce_scatter_call(const char *fn, const void *sendbuf, void *recv
                                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
     return (vcall){.c = {.coll = COLL_REDUCE_SCATTERV, .fn = fn, .nbufs = 1, .sendbuf = sendbuf, .recvbuf = recvbuf,
-                         .datatype = datatype, .op = op, .comm = comm},
-                   .rcounts = recvcounts, .sendtype = datatype};
+                         .datatype = datatype, .op = op, .comm = comm, .sendtype = datatype},
+                   .rcounts = recvcounts};
 }
 
 int nbc_ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype datatype,

@@ -317,13 +317,13 @@ static int check_vector_call(const vcall *vcl, int size, int rank, int64_t *spac
             memcpy(sd, rd, (size_t)size * sizeof *sd);
             v->send_len = v->recv_len;
         } else {
-            if ((rc = side_bytes(vcl, size, vcl->scounts, vcl->sdispls, vcl->sendtype, vcl->stypes, sc, sd, &v->send_len))) return rc;
+            if ((rc = side_bytes(vcl, size, vcl->scounts, vcl->sdispls, c->sendtype, vcl->stypes, sc, sd, &v->send_len))) return rc;
             if (sc[rank] != rcn[rank]) return own_block(c, sc[rank], rcn[rank]);
         }
         v->vec[VEC_SCOUNTS] = sc, v->vec[VEC_SDISPLS] = sd, v->vec[VEC_RCOUNTS] = rcn, v->vec[VEC_RDISPLS] = rd;
         break;
     case COLL_GATHERV:
-        if (!inplace && (rc = call_bytes(c->fn, vcl->sendcount, vcl->sendtype, &own))) return rc;
+        if (!inplace && (rc = call_bytes(c->fn, c->sendcount, c->sendtype, &own))) return rc;
         if (root) {
             if (!vcl->rcounts || !vcl->rdispls) return null_array(c, "recvcounts or displs");
             if ((rc = side_bytes(vcl, size, vcl->rcounts, vcl->rdispls, c->datatype, NULL, rcn, rd, &v->recv_len)) ||
@@ -340,7 +340,7 @@ static int check_vector_call(const vcall *vcl, int size, int rank, int64_t *spac
         if (root) {
             if (!vcl->scounts || !vcl->sdispls) return null_array(c, "sendcounts or displs");
             if (c->sendbuf == MPI_IN_PLACE) return nbc_fail(MPI_ERR_BUFFER, "%s: MPI_IN_PLACE is the root's recvbuf here, not its sendbuf", c->fn);
-            if ((rc = side_bytes(vcl, size, vcl->scounts, vcl->sdispls, vcl->sendtype, NULL, sc, sd, &v->send_len))) return rc;
+            if ((rc = side_bytes(vcl, size, vcl->scounts, vcl->sdispls, c->sendtype, NULL, sc, sd, &v->send_len))) return rc;
             if (!inplace && own != sc[rank]) return own_block(c, sc[rank], own);
             v->vec[VEC_SCOUNTS] = sc, v->vec[VEC_SDISPLS] = sd;
         }
@@ -352,7 +352,7 @@ static int check_vector_call(const vcall *vcl, int size, int rank, int64_t *spac
             (rc = receive_blocks_apart(c, size, rcn, rd)))
             return rc;
         if (inplace) own = rcn[rank];
-        else if ((rc = call_bytes(c->fn, vcl->sendcount, vcl->sendtype, &own))) return rc;
+        else if ((rc = call_bytes(c->fn, c->sendcount, c->sendtype, &own))) return rc;
         else if (own != rcn[rank]) return own_block(c, own, rcn[rank]);
         v->count = v->send_len = own;
         v->vec[VEC_RCOUNTS] = rcn, v->vec[VEC_RDISPLS] = rd;

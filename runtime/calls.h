@@ -26,15 +26,13 @@ typedef struct {
  * call_prepare then reads the rest) and the caller's arrays, NULL where the call has none;
  * counts and displacements in elements of sendtype (send side) and of the call's datatype
  * (receive side: recvtype); alltoallw's a type per rank, displacements in bytes. The call's
- * count and datatype are the receive side's (scatterv's recvcount, recvtype), sendcount and
+ * count and datatype are the receive side's (scatterv's recvcount, recvtype), its sendcount and
  * sendtype the send side's (gatherv, allgatherv). Read only while the call is made. */
 typedef struct {
     call c;
     const int *scounts, *sdispls, *rcounts, *rdispls;
     const MPI_Datatype *stypes, *rtypes;
     int w; /* alltoallw: stypes and rtypes, not sendtype and datatype */
-    int sendcount;
-    MPI_Datatype sendtype;
 } vcall;
 
 /* count elements of type in bytes (an MPI error class through nbc_fail, or MPI_SUCCESS):
