@@ -138,7 +138,7 @@ static void decision_tree(void)
 
 /* The collectives on bytes (bytes: one block) after Open MPI's coll/tuned decision functions up
  * to 4.0 (ompi_coll_tuned_alltoall_intra_dec_fixed, _gather_, _scatter_), transcribed here
- * independently of default.rules; scan and exscan: recursive doubling, any op. */
+ * independently of default.rules; scan and exscan: recursive doubling, any op (the chain at p = 2). */
 static const char *reference_bytes(nbc_collective c, long p, long b)
 {
     if (c == COLL_ALLTOALL) {
@@ -183,6 +183,8 @@ static void fixed_count_rules(void)
         got = choose(COLL_EXSCAN, 33, 1 << 20, 4, commutative, NULL);
         result(!strcmp(got, "recursive_doubling"), commutative ? "exscan, commutative op: recursive doubling" : "exscan, non-commutative op: recursive doubling",
                "got %s", got);
+        got = choose(COLL_SCAN, 2, 1 << 20, 8, commutative, NULL);
+        result(!strcmp(got, "linear"), "scan at p = 2: the chain", "got %s", got);
     }
 }
 
