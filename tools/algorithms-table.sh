@@ -2,7 +2,8 @@
 # Writes docs/algorithms.md: for every allreduce schedule, the rounds and bytes sent per rank
 # read from its compiled programs (the maximum over ranks) at p = 8 and p = 13 for 2^20
 # doubles, beside what the reference formulas say; then the shared-memory schedules, their
-# rounds, flags and shared scratch read the same way for 2048 doubles (16 KiB).
+# rounds, flags and shared scratch read the same way for 2048 doubles (16 KiB); then every
+# other schedule with the preconditions, rounds, bytes and cost its header gives.
 # Usage: algorithms-table.sh NBCC > out.md
 NBCC=${1:-bin/nbcc}
 COUNT=1048576
@@ -29,7 +30,7 @@ measure() { # schedule p: "max_rounds max_bytes"
 }
 
 cat <<'HEAD'
-# Allreduce algorithms
+# Algorithms
 
 Every allreduce schedule, compiled for 2^20 doubles (n = 8 MiB). "Rounds" and "sent" are read
 from the compiled programs: the most rounds and the most bytes sent by any one rank. "Reference"
@@ -129,3 +130,28 @@ rank reduces the whole vector, which is why it stops at `maxbytes`), p-1 signals
 waits. In place works unchanged, since round 0 has copied the input away; p = 1 is one copy,
 and count 0 emits nothing, not even a flag.
 SHM
+
+cat <<'OTHER'
+
+## The other collectives
+
+Every other schedule's header comment says where its algorithm comes from, then its
+preconditions, rounds, bytes sent per rank and α-β-γ cost (n and count as that header defines
+them: a block, or the whole vector); `nbcc dump` shows what it compiles to. Those lines, as the
+headers give them:
+
+| collective | schedule | order | requires, rounds, bytes sent, cost |
+|---|---|---|---|
+OTHER
+"$NBCC" list | awk 'NR > 1 && $2 != "allreduce" && $2 != "allreduce_multi" && $2 != "(block)" { print $1, $2, $3 }' |
+    while read -r name coll order; do
+        file=$(grep -l "^schedule $name " schedules/*.nbs | head -n 1)
+        # the header block just above the schedule, from "Requires:" (else "Rounds:") on
+        text=$(awk -v s="$name" '
+            /^#/ { sub(/^# ?/, ""); block = block " " $0; next }
+            $1 == "schedule" && $2 == s { print block; exit }
+            { block = "" }' "$file" |
+            awk '{ i = index($0, "Requires:"); if (!i) i = index($0, "Rounds:"); print substr($0, i) }' |
+            sed 's/|/\\|/g')
+        echo "| $coll | \`$name\` | $order | $text |"
+    done
