@@ -117,11 +117,7 @@ static int blocks_as_bytes(nm_req *r, nm_call *c, int nsend, int nrecv, int inpl
 }
 
 /* One side of a vector form: counts[i] items of type (or of types[i], at byte displacements:
- * alltoallw) at displs[i], i < p. Dense datatypes go to nbc as they are. Any other layout is
- * packed into scratch[slot] as one item of a datatype of those blocks, back to back, which nbc
- * takes as bytes: *counts and *displs then point at byte counts and displacements (kept in r),
- * *type is MPI_BYTE (for alltoallw: *types is NULL). force: packed even when dense (alltoallw
- * packs both sides or neither). input: packed from buf; output: unpacked into it when done. */
+ * alltoallw) at displs[i], i < p. */
 typedef struct {
     void *buf;
     const int *counts, *displs;
@@ -179,6 +175,11 @@ static int side_check(const side *s, int p, int w, int output, int *dense)
     return MPI_SUCCESS;
 }
 
+/* The side as nbc takes it. Dense datatypes go to nbc as they are. Any other layout is packed
+ * into scratch[slot] as one item of a datatype of those blocks, back to back, which nbc takes as
+ * bytes: s's counts and displs then point at byte counts and displacements (kept in r), its type
+ * is MPI_BYTE (for alltoallw: its types NULL). force: packed even when dense (alltoallw packs
+ * both sides or neither). input: packed from buf; output: unpacked into it when done. */
 static int vector_side(nm_req *r, int slot, int p, int w, int force, int input, int output, side *s)
 {
     int dense, rc = side_check(s, p, w, output, &dense);
