@@ -135,7 +135,7 @@ fi
 [ -z "$TAG" ] && suite "exports" sh tests/exports.sh "$BUILD"
 
 # nbcc verify/simulate/draw, and the seeded faults they must catch
-[ -f tests/verify.sh ] && suite "verify" sh tests/verify.sh "$BINDIR"
+[ -f tests/verify.sh ] && suite "verify" sh tests/verify.sh "$BINDIR" ${TAG:+quick}
 [ -z "$TAG" ] && suite "failures" sh tests/failures.sh "$BINDIR" "$BUILD"
 # hostile input: the 64-bit limits, endless files, rule numbers (nbcc, then the library)
 suite "hardening" sh tests/hardening.sh "$BINDIR"
