@@ -254,26 +254,30 @@ static int side_bytes(const vcall *c, int size, const int *counts, const int *di
 
 /* MPI makes receive blocks that overlap erroneous, and the schedules would race on them:
  * refused, naming two of them. (The interposition library packs such blocks, as MPICH runs them.) */
-static const int64_t *sort_dsp; /* (qsort takes no context: calls are made under the library's lock) */
-static int by_dsp(const void *a, const void *b)
+typedef struct {
+    int64_t lo, hi;
+    int rank;
+} block_at;
+
+static int by_lo(const void *a, const void *b)
 {
-    int64_t x = sort_dsp[*(const int *)a], y = sort_dsp[*(const int *)b];
-    return (x > y) - (x < y);
+    const block_at *x = a, *y = b;
+    return (x->lo > y->lo) - (x->lo < y->lo);
 }
 
 static int receive_blocks_apart(const call *c, int size, const int64_t *cnt, const int64_t *dsp)
 {
-    int *order = malloc((size_t)size * sizeof *order), n = 0, rc = MPI_SUCCESS;
-    if (!order) return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
+    block_at *b = malloc((size_t)size * sizeof *b);
+    int n = 0, rc = MPI_SUCCESS;
+    if (!b) return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
     for (int r = 0; r < size; r++)
-        if (cnt[r] > 0) order[n++] = r;
-    sort_dsp = dsp;
-    qsort(order, (size_t)n, sizeof *order, by_dsp);
+        if (cnt[r] > 0) b[n++] = (block_at){dsp[r], dsp[r] + cnt[r], r};
+    qsort(b, (size_t)n, sizeof *b, by_lo);
     for (int i = 1; i < n && !rc; i++)
-        if (dsp[order[i]] < dsp[order[i - 1]] + cnt[order[i - 1]])
+        if (b[i].lo < b[i - 1].hi)
             rc = nbc_fail(MPI_ERR_ARG, "%s: the receive blocks of ranks %d and %d overlap (MPI makes that erroneous)",
-                          c->fn, order[i - 1], order[i]);
-    free(order);
+                          c->fn, b[i - 1].rank, b[i].rank);
+    free(b);
     return rc;
 }
 

@@ -426,6 +426,11 @@ static int sv_in_place_off_root(nbc_request *r)
 static int sv_type(nbc_request *r) { return nbc_iscatterv(sendbuf, ones, idx, MPI_INT, recvbuf, 1, MPI_DATATYPE_NULL, 0, MPI_COMM_WORLD, r); }
 static int agv_null_displs(nbc_request *r) { return nbc_iallgatherv(sendbuf, 1, MPI_INT, recvbuf, ones, NULL, MPI_INT, MPI_COMM_WORLD, r); }
 static int agv_counts(nbc_request *r) { return nbc_iallgatherv(sendbuf, 2, MPI_INT, recvbuf, ones, idx, MPI_INT, MPI_COMM_WORLD, r); }
+static int agv_overlap(nbc_request *r)
+{
+    static const int at_zero[64]; /* every block at displacement 0 */
+    return nbc_iallgatherv(sendbuf, 1, MPI_INT, recvbuf, ones, at_zero, MPI_INT, MPI_COMM_WORLD, r);
+}
 static int agv_alias(nbc_request *r) { return nbc_iallgatherv(recvbuf, 1, MPI_INT, recvbuf, ones, idx, MPI_INT, MPI_COMM_WORLD, r); }
 static int rsv_null_counts(nbc_request *r) { return nbc_ireduce_scatter(sendbuf, recvbuf, NULL, MPI_INT, MPI_SUM, MPI_COMM_WORLD, r); }
 static int rsv_negative(nbc_request *r) { return nbc_ireduce_scatter(sendbuf, recvbuf, negs, MPI_INT, MPI_SUM, MPI_COMM_WORLD, r); }
@@ -463,6 +468,7 @@ static void vector_collectives(void)
     expect("nbc_iallgatherv NULL displs -> MPI_ERR_ARG", MPI_ERR_ARG, agv_null_displs);
     expect("nbc_iallgatherv sendcount unlike recvcounts[rank] -> MPI_ERR_TRUNCATE", MPI_ERR_TRUNCATE, agv_counts);
     expect("nbc_iallgatherv sendbuf == recvbuf -> MPI_ERR_BUFFER", MPI_ERR_BUFFER, agv_alias);
+    if (P > 1) expect("nbc_iallgatherv receive blocks that overlap -> MPI_ERR_ARG", MPI_ERR_ARG, agv_overlap);
     expect("nbc_ireduce_scatter NULL recvcounts -> MPI_ERR_ARG", MPI_ERR_ARG, rsv_null_counts);
     expect("nbc_ireduce_scatter negative count -> MPI_ERR_COUNT", MPI_ERR_COUNT, rsv_negative);
     expect("nbc_ireduce_scatter MPI_OP_NULL -> MPI_ERR_OP", MPI_ERR_OP, rsv_op);

@@ -7,7 +7,8 @@
 # Prints one ok/FAIL line per program, or one "skip" line when the source package cannot be
 # had (no network, no apt-get).
 # Usage: sh tests/mpich_coll.sh BUILD [quick]   (BUILD: where the MPICH build of nbc is; quick:
-# the programs of the new collectives alone, each once)
+# the programs of alltoall(v, w), gather(v), scatter(v), allgatherv, reduce_scatter, scan and
+# exscan alone, each once)
 build=${1:-build}
 quick=${2:-0}
 here=$(pwd)
