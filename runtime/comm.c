@@ -45,7 +45,7 @@ static void start_next(comm_state *cs)
         duplicate *d = of_turn(cs, ++cs->turns_started);
         MPI_Comm parent = d == &cs->dup ? cs->user : cs->dup.comm;
         if (parent != MPI_COMM_NULL && MPI_Comm_idup(parent, &d->comm, &d->pending) == MPI_SUCCESS)
-            cs->in_flight = d, nbc_rt.comms.duplicating++;
+            cs->in_flight = d, nbc_rt.comms.duplicating++, nbc_rt.comms.duplicating_app += d == &cs->dup;
         else d->comm = MPI_COMM_NULL, d->pending = MPI_REQUEST_NULL; /* its requests fail (comm_request_ready) */
     }
 }
@@ -80,6 +80,8 @@ static int advance(comm_state *cs, int wait)
     MPI_Comm_set_errhandler(d->comm, MPI_ERRORS_RETURN);
     cs->in_flight = NULL;
     nbc_rt.comms.duplicating--;
+    nbc_rt.comms.duplicating_app -= d == &cs->dup;
+    if (d == &cs->dup) thread_wake(); /* the progress thread may enter MPI again (thread.c) */
     start_next(cs);
     return 1;
 }

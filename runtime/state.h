@@ -71,6 +71,7 @@ typedef struct {
         MPI_Comm last_comm;          /* most calls use the communicator of the last one */
         comm_state *last_state;
         int duplicating;             /* communicators whose duplication is under way */
+        int duplicating_app;         /* of them, duplications of an application's communicator */
     } comms;
     struct { /* request.c */
         struct nbc_req *active, *active_tail; /* by priority */

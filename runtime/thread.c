@@ -96,20 +96,37 @@ void thread_wake(void)
     if (nbc_rt.threads.progress_running) pthread_cond_signal(&nbc_rt.threads.work);
 }
 
+/* Open MPI 4.1 crosses two duplications of one communicator when one thread drives an
+ * MPI_Comm_idup's progress while another runs MPI_Comm_dup (or any constructor) on the same
+ * parent: the ranks agree on different context ids, and the new communicators' messages never
+ * match. A single thread doing both is safe, and MPICH is not affected. The application may
+ * make communicators from its own at any time, so while one of them is being duplicated the
+ * progress thread stays out of MPI: the duplication advances in the application's own calls,
+ * as it does without the thread. */
+static int progress_may_enter_mpi(void)
+{
+#ifdef OPEN_MPI
+    return nbc_rt.comms.duplicating_app == 0;
+#else
+    return 1;
+#endif
+}
+
 static void *progress_main(void *arg)
 {
     (void)arg;
     int idle = 0;
     lock();
     while (!nbc_rt.threads.progress_stop) {
-        if (req_active_count() == 0) {
+        int may_enter = progress_may_enter_mpi();
+        if (req_active_count() == 0 || !may_enter) {
             /* wakes at a start, or after a while to answer stall queries */
             struct timespec t;
             clock_gettime(CLOCK_REALTIME, &t);
             t.tv_nsec += 10000000;
             if (t.tv_nsec >= 1000000000) t.tv_sec++, t.tv_nsec -= 1000000000;
             pthread_cond_timedwait(&nbc_rt.threads.work, &nbc_rt.threads.lock, &t);
-            stall_poll();
+            if (may_enter) stall_poll();
             continue;
         }
         int moved = 0;

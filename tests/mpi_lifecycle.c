@@ -305,6 +305,32 @@ static void first_calls_of_both_kinds(void)
     check(ok, "the first ordered call and any-order request on 100 new communicators, started together", "%s", what);
 }
 
+/* The application makes a communicator from its own while the library duplicates that one (its
+ * first call): with the progress thread driving the library's MPI_Comm_idup and the application
+ * running MPI_Comm_dup, Open MPI 4.1 gave the two duplicates crossed context ids (a hang). */
+static void application_duplicates_alongside(void)
+{
+    int ok = 1;
+    char what[200] = "";
+    for (int k = 0; k < 50 && ok; k++) {
+        MPI_Comm c, d;
+        MPI_Comm_dup(MPI_COMM_WORLD, &c);
+        int64_t in[40], out[40], in2[40], out2[40];
+        fill(in, 40, k);
+        fill(in2, 40, k + 2);
+        nbc_request r[2];
+        int rc = nbc_iallreduce(in, out, 40, MPI_INT64_T, MPI_SUM, c, &r[0]);
+        MPI_Comm_dup(c, &d);
+        if (rc == MPI_SUCCESS) rc = nbc_iallreduce(in2, out2, 40, MPI_INT64_T, MPI_SUM, d, &r[1]);
+        if (rc == MPI_SUCCESS) rc = nbc_waitall(2, r);
+        ok = rc == MPI_SUCCESS && sum_ok(out, 40, k) && sum_ok(out2, 40, k + 2);
+        if (!ok) snprintf(what, sizeof what, "communicator %d: rc %d: %s", k, rc, nbc_error_message());
+        MPI_Comm_free(&d);
+        MPI_Comm_free(&c);
+    }
+    check(ok, "MPI_Comm_dup by the application while the library duplicates the same communicator", "%s", what);
+}
+
 static int thread_rc;
 static char thread_msg[400];
 static void *second_thread(void *arg)
@@ -355,6 +381,7 @@ int main(int argc, char **argv)
     comm_freed_with_pending_duplicate();
     finalize_on_one_rank();
     first_calls_of_both_kinds();
+    application_duplicates_alongside();
     second_thread_refused();
     on_comm_self();
     int mine[MAX_CHECKS], any[MAX_CHECKS];
