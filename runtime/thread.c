@@ -126,7 +126,7 @@ static void *progress_main(void *arg)
             t.tv_nsec += 10000000;
             if (t.tv_nsec >= 1000000000) t.tv_sec++, t.tv_nsec -= 1000000000;
             pthread_cond_timedwait(&nbc_rt.threads.work, &nbc_rt.threads.lock, &t);
-            if (may_enter) stall_poll();
+            if (progress_may_enter_mpi()) stall_poll(); /* the lock was let go meanwhile */
             continue;
         }
         int moved = 0;

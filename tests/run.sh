@@ -323,11 +323,6 @@ if [ -n "$TSAN_BUILD" ]; then
         for mode in "" --progress-thread; do
             # (Open MPI's TCP transport trips ThreadSanitizer with its own lock order: these
             # ranks share a node, so its shared-memory one is all they need)
-            # (on Open MPI, with the progress thread under ThreadSanitizer, at p = 2 and 3, now
-            # and then every rank waits for messages that never come: an open bug, as old as the
-            # progress thread's runs there (2 hangs in 8 runs at p = 2 before this wave's
-            # changes too), left out here; the plain Open MPI runs pass)
-            [ "${MPI:-mpich}" = openmpi ] && [ "$p" != 1 ] && [ -n "$mode" ] && continue
             OMPI_MCA_btl=self,vader TSAN_OPTIONS=halt_on_error=1 suite "mpi_threads $mode p=$p" $MPIEXEC -n "$p" "$TSAN_BUILD/tests/mpi_threads" $mode
         done
     done
