@@ -56,7 +56,7 @@ suite() {
     elif [ "$s_bad" -eq 0 ] && { [ "$s_rc" -ne 0 ] || [ "$s_ok" -eq 0 ]; }; then
         failed=$((failed + 1))
         echo "not ok $tap - $TAG$s_name: exited with status $s_rc and no failed check ($s_time s)"
-        tail -n 5 "$tmp/err" | sed 's/^/#   /'
+        tail -n 20 "$tmp/err" | sed 's/^/#   /'
         echo "FAIL $TAG$s_name: exited with status $s_rc" >> "$TEST_LOG"
     elif [ "$s_bad" -eq 0 ]; then
         echo "ok $tap - $TAG$s_name: $s_ok checks ($s_time s)"
