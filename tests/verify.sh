@@ -66,6 +66,14 @@ done
     grep -q "ok, 25 runs (1..4 nodes x 1..4 ranks, block and cyclic placements" "$tmp/out" &&
     "$nbcc" verify examples/barrier_nodes.nbs --node-sizes 3,2,1 --placement both > "$tmp/out" 2>&1
 check "the node-aware barrier verifies on 1..4 nodes x 1..4 ranks and on 3 + 2 + 1, both placements" $? "$(head -n 20 "$tmp/out")"
+for mode in "" --inplace; do
+    "$nbcc" verify examples/allreduce_nodes.nbs --nodes 1..4 --ppn 1..4 --placement both --counts 0,1,p-1,p+1,1001 $mode \
+        > "$tmp/out" 2>&1 &&
+        "$nbcc" verify examples/allreduce_nodes.nbs --node-sizes 3,2,1 --placement both --counts 0,1,5,7,1001 $mode > "$tmp/out" 2>&1 &&
+        "$nbcc" verify examples/allreduce_nodes.nbs --node-sizes 5,1,3,2,7 --placement both --counts 0,13,1001 $mode > "$tmp/out" 2>&1
+    check "the two-level allreduce verifies on 1..4 nodes x 1..4 ranks, 3 + 2 + 1 and 5 + 1 + 3 + 2 + 7, both placements${mode:+, $mode}" \
+        $? "$(head -n 20 "$tmp/out")"
+done
 "$nbcc" verify ring --nodes 2 --ppn 2 --p 4 > "$tmp/out" 2>&1
 rc=$?
 grep -q "^nbcc verify: --p, or a topology" "$tmp/out"
