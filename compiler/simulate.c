@@ -61,15 +61,14 @@ typedef struct {
 
 void sim_model_default(sim_model *m)
 {
-    *m = (sim_model){.alpha = 1e-6, .beta = 1e-10, .gamma = 1e-10, .alpha_node = -1, .beta_node = -1, .L = 1e-6, .o = 2e-7,
-                     .g = 2e-7, .G = 1e-10};
+    *m = (sim_model){.alpha = 1e-6, .beta = 1e-10, .gamma = 1e-10, .L = 1e-6, .o = 2e-7, .g = 2e-7, .G = 1e-10};
 }
 
 int sim_model_parse(const char *text, sim_model *m, char *err, size_t errsize)
 {
     static const char *const names[] = {"alpha", "beta", "gamma", "L", "o", "g", "G", "alpha_node", "beta_node"};
     double *fields[] = {&m->alpha, &m->beta, &m->gamma, &m->L, &m->o, &m->g, &m->G, &m->alpha_node, &m->beta_node};
-    int abg = 0, loggp = 0;
+    int abg = 0, loggp = 0, given[9] = {0};
     const char *p = text;
     while (*p) {
         const char *eq = strchr(p, '=');
@@ -88,6 +87,7 @@ int sim_model_parse(const char *text, sim_model *m, char *err, size_t errsize)
             return -1;
         }
         *fields[k] = x;
+        given[k] = 1;
         if (k < 2 || k >= 7) abg = 1;
         if (k >= 3 && k < 7) loggp = 1;
         p = *end ? end + 1 : end;
@@ -97,6 +97,11 @@ int sim_model_parse(const char *text, sim_model *m, char *err, size_t errsize)
         return -1;
     }
     m->loggp = loggp;
+    if (given[7] || given[8]) { /* inside a node, what is not given costs as between nodes */
+        m->two_level = 1;
+        if (!given[7]) m->alpha_node = m->alpha;
+        if (!given[8]) m->beta_node = m->beta;
+    }
     return 0;
 }
 
@@ -106,9 +111,7 @@ void sim_model_print(const sim_model *m, FILE *out)
         fprintf(out, "LogGP: L=%g s, o=%g s, g=%g s, G=%g s/B, gamma=%g s/B", m->L, m->o, m->g, m->G, m->gamma);
     else
         fprintf(out, "alpha-beta-gamma: alpha=%g s, beta=%g s/B, gamma=%g s/B", m->alpha, m->beta, m->gamma);
-    if (!m->loggp && (m->alpha_node >= 0 || m->beta_node >= 0))
-        fprintf(out, ", inside a node alpha=%g s, beta=%g s/B", m->alpha_node >= 0 ? m->alpha_node : m->alpha,
-                m->beta_node >= 0 ? m->beta_node : m->beta);
+    if (!m->loggp && m->two_level) fprintf(out, ", inside a node alpha=%g s, beta=%g s/B", m->alpha_node, m->beta_node);
 }
 
 void sim_format_time(double t, char *out, size_t size)
@@ -264,8 +267,8 @@ static void post_round(sctx *c, uint32_t r)
                 arrive = go;
                 const int64_t *node = c->a->node_of; /* a message inside a node: its own alpha and beta */
                 int near = node && t.kind == SK_SEND && node[r] == node[t.peer];
-                double al = near && m->alpha_node >= 0 ? m->alpha_node : m->alpha;
-                double be = near && m->beta_node >= 0 ? m->beta_node : m->beta;
+                double al = near && m->two_level ? m->alpha_node : m->alpha;
+                double be = near && m->two_level ? m->beta_node : m->beta;
                 arrive.t += al + (double)t.len * be;
                 arrive.msgs++;
                 arrive.xfer += t.len;
@@ -517,7 +520,7 @@ void sim_report(const sim_result *r, const sim_model *m, uint32_t max_rounds, FI
         fprintf(out, "critical path: %u L + %u o + %u g = %s, %" PRIu64 " G-bytes = %s, %" PRIu64 " bytes reduced = %s\n",
                 p->msgs, p->ovh, p->gaps, a, p->xfer, b, p->red, g);
     } else {
-        double an = m->alpha_node >= 0 ? m->alpha_node : m->alpha, bn = m->beta_node >= 0 ? m->beta_node : m->beta;
+        double an = m->two_level ? m->alpha_node : m->alpha, bn = m->two_level ? m->beta_node : m->beta;
         sim_format_time((p->msgs - p->msgs_node) * m->alpha, a, sizeof a);
         sim_format_time((double)(p->xfer - p->xfer_node) * m->beta, b, sizeof b);
         sim_format_time((double)p->red * m->gamma, g, sizeof g);

@@ -28,8 +28,8 @@
 typedef struct {
     int loggp;                 /* 0: α-β-γ; 1: LogGP */
     double alpha, beta, gamma; /* seconds, seconds per byte, seconds per byte reduced */
-    double alpha_node, beta_node; /* α and β between ranks of one node (sim_args.node_of);
-                                     < 0: alpha and beta */
+    int two_level;             /* the messages between ranks of one node (sim_args.node_of) */
+    double alpha_node, beta_node; /* cost these instead of alpha and beta */
     double L, o, g, G;         /* LogGP: latency, overhead, gap per message, gap per byte */
     double min_round;          /* every round lasts at least this long (for drawings) */
     int any_port;              /* sends do not queue on the outgoing port (for drawings) */
