@@ -43,12 +43,7 @@ int nbcc_dump(int argc, char **argv)
     if (status >= 0) return status;
     nbcc_topology *topo;
     size_t ntopo;
-    if ((status = nbcc_topologies(&o, &topo, &ntopo))) return status;
-    if (ntopo > 1 || (ntopo && o.p)) {
-        nbcc_topologies_free(topo, ntopo);
-        return nbcc_usage_error("%s", o.p ? "--p, or a topology (--nodes and --ppn, --node-sizes): not both"
-                                          : "one topology: one --nodes, one --ppn, one --placement");
-    }
+    if ((status = nbcc_one_topology(&o, &topo, &ntopo))) return status;
     long long p = ntopo ? topo->p : o.p ? number("--p", o.p) : 0, rank = o.rank, count = o.count, root = o.root;
     int esize = o.esize, inplace = o.inplace, commutative = !o.noncommutative, rest = o.rest;
     const char *tname = o.tname, *sname = o.schedule;

@@ -75,6 +75,9 @@ typedef struct {
  * Returns 0, or the exit status after a message. */
 int nbcc_topologies(const nbcc_opts *o, nbcc_topology **out, size_t *n);
 void nbcc_topologies_free(nbcc_topology *t, size_t n);
+/* The same for a subcommand that compiles one call (dump, simulate, draw): at most one
+ * topology, instead of --p. */
+int nbcc_one_topology(const nbcc_opts *o, nbcc_topology **t, size_t *n);
 /* p, the node map and shared memory (one node only) of a call on topology t. */
 void nbcc_topology_args(compile_args *a, const nbcc_topology *t);
 

@@ -101,12 +101,10 @@ int nbcc_simulate(int argc, char **argv)
     if (status >= 0) return status;
     nbcc_topology *topo;
     size_t ntopo;
-    if ((status = nbcc_topologies(&o, &topo, &ntopo))) return status;
-    if (ntopo && (o.p || o.compare || ntopo > 1)) {
+    if ((status = nbcc_one_topology(&o, &topo, &ntopo))) return status;
+    if (ntopo && o.compare) {
         nbcc_topologies_free(topo, ntopo);
-        return nbcc_usage_error("%s", o.compare ? "--compare takes --p, not a topology"
-                                      : o.p     ? "--p, or a topology (--nodes and --ppn, --node-sizes): not both"
-                                                : "one topology: one --nodes, one --ppn, one --placement");
+        return nbcc_usage_error("--compare takes --p, not a topology");
     }
     compile_args base = o.params;
     base.max_insns = nbcc_max_insns;

@@ -102,6 +102,17 @@ int nbcc_topologies(const nbcc_opts *o, nbcc_topology **out, size_t *n)
     return 0;
 }
 
+int nbcc_one_topology(const nbcc_opts *o, nbcc_topology **t, size_t *n)
+{
+    int rc = nbcc_topologies(o, t, n);
+    if (rc || !*n || (!o->p && *n == 1)) return rc;
+    nbcc_topologies_free(*t, *n);
+    *t = NULL;
+    *n = 0;
+    return nbcc_usage_error("%s", o->p ? "--p, or a topology (--nodes and --ppn, --node-sizes): not both"
+                                       : "one topology: one --nodes, one --ppn, one --placement");
+}
+
 void nbcc_topology_args(compile_args *a, const nbcc_topology *t)
 {
     a->p = t->p;
