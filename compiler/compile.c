@@ -64,6 +64,7 @@ typedef struct {
     int track_rank;            /* a `shared` may be reached: follow what depends on rank */
     int coll;                  /* the collective of the top schedule: its buffers' shapes */
 
+    int64_t nodes;             /* of the topology (compile_args.node_of) */
     int64_t *derived;          /* reduce_scatterv's displs, from its counts, when not given */
     int64_t scratch, rtmp;     /* elements */
     int64_t shared_elems;      /* the shared scratch (SLOT_SHARED), elements */
@@ -229,6 +230,58 @@ static void want_args(ev *e, const node *n, int k)
 
 static int64_t floor_log2(int64_t x) { return 63 - __builtin_clzll((unsigned long long)x); }
 
+/* ---- the topology: which ranks share a node ---- */
+
+static int64_t node_of(const ev *e, int64_t r)
+{
+    const compile_args *a = e->args;
+    return a->node_of ? a->node_of[r] : a->shared_memory ? 0 : r;
+}
+
+static int64_t rank_arg(ev *e, const node *n)
+{
+    int64_t r = eval_int(e, n);
+    if (r < 0 || r >= e->args->p) fail(e, n->at, "rank %lld is outside 0..%lld", (long long)r, (long long)(e->args->p - 1));
+    return r;
+}
+
+static int64_t node_arg(ev *e, const node *n)
+{
+    int64_t j = eval_int(e, n);
+    if (j < 0 || j >= e->nodes) fail(e, n->at, "node %lld is outside 0..%lld", (long long)j, (long long)(e->nodes - 1));
+    return j;
+}
+
+/* node(r), local(r), node_size(j), node_rank(j, i); NULL for another function. Each walks the
+ * p ranks: topologies are small, and a schedule asks a few times per node. */
+static const value *topology(ev *e, const node *n, value *out)
+{
+    const char *f = n->name;
+    int64_t p = e->args->p, k = 0;
+    if (same(f, "node") || same(f, "local")) {
+        want_args(e, n, 1);
+        int64_t r = rank_arg(e, n->a), j = node_of(e, r);
+        if (f[0] == 'n') return *out = vint(j), out;
+        for (int64_t q = 0; q < r; q++) k += node_of(e, q) == j;
+        return *out = vint(k), out;
+    }
+    if (same(f, "node_size")) {
+        want_args(e, n, 1);
+        int64_t j = node_arg(e, n->a);
+        for (int64_t q = 0; q < p; q++) k += node_of(e, q) == j;
+        return *out = vint(k), out;
+    }
+    if (same(f, "node_rank")) { /* the rank of member i of node j, members in rank order */
+        want_args(e, n, 2);
+        int64_t j = node_arg(e, n->a), i = eval_int(e, n->a->next);
+        for (int64_t q = 0; q < p; q++)
+            if (node_of(e, q) == j && k++ == i) return *out = vint(q), out;
+        fail(e, n->a->next->at, "node %lld has %lld rank%s: no member %lld", (long long)j, (long long)k, k == 1 ? "" : "s",
+             (long long)i);
+    }
+    return NULL;
+}
+
 /* The builtin functions. */
 /* Value r of a vector; at: where it is read, for errors. */
 static int64_t vector_at(ev *e, const node *at, const value *v, int64_t r)
@@ -246,6 +299,8 @@ static value func(ev *e, const node *n)
 {
     const char *f = n->name;
     const node *a = n->a;
+    value t;
+    if (topology(e, n, &t)) return t;
     if (same(f, "min") || same(f, "max")) {
         if (!a) fail(e, n->at, "%s() needs at least one argument", f);
         int64_t r = eval_int(e, a);
@@ -734,6 +789,7 @@ static void define_builtins(ev *e, int64_t count, value sendbuf, value recvbuf, 
     define(e, "root", vint(a->root), 1, none);
     define(e, "nbufs", vint(a->nbufs), 1, none);
     define(e, "shared_memory", vint(a->shared_memory != 0), 1, none);
+    define(e, "nodes", vint(e->nodes), 1, none);
     define(e, "sendbuf", sendbuf, 1, none);
     define(e, "recvbuf", recvbuf, 1, none);
     for (int k = 0; k < COLL_NVEC; k++) {
@@ -896,6 +952,8 @@ static void start(ev *e, const sched_lib *lib, const compile_args *a, diag *d, c
      * empty block) must still publish its own for the ranks that do. */
     nseen = 1;
     e->agree = reaches(lib, s->body, names_peer_buffer, seen, &nseen);
+    for (int64_t r = 0; r < a->p; r++) /* check_args saw the numbering */
+        if (node_of(e, r) + 1 > e->nodes) e->nodes = node_of(e, r) + 1;
 }
 
 static void finish(ev *e)
@@ -919,6 +977,14 @@ static int check_args(const compile_args *a, const sched_def *s, diag *d)
         diag_error(d, s->src, s->at, "cannot compile '%s' for p = %lld, rank = %lld, count = %lld, element size %lld (root and buffers must fit)",
                    s->name, (long long)a->p, (long long)a->rank, (long long)a->count, (long long)a->esize);
         return COMPILE_ERROR;
+    }
+    for (int64_t r = 0, next = 0; a->node_of && r < a->p; r++) { /* numbered by first appearance */
+        if (a->node_of[r] < 0 || a->node_of[r] > next) {
+            diag_error(d, s->src, s->at, "cannot compile '%s': rank %lld's node %lld is not numbered by first appearance (0..%lld)",
+                       s->name, (long long)r, (long long)a->node_of[r], (long long)next);
+            return COMPILE_ERROR;
+        }
+        if (a->node_of[r] == next) next++;
     }
     int c = s->collective ? collective_from_name(s->collective) : -1;
     for (int k = 0; k < COLL_NVEC && collective_has_vectors(c); k++) {

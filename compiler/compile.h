@@ -33,6 +33,11 @@ typedef struct {
      * Schedules read them by MPI's names (sendcounts[r], displs[r], ...). reduce_scatterv's
      * VEC_RDISPLS may be NULL: the compiler derives it from its counts. */
     const int64_t *vec[COLL_NVEC];
+    /* The node of each rank, p values numbered by first appearance (rank 0's node is 0, and
+     * each new node takes the next number); schedules read it as `node(r)`, `nodes`,
+     * `local(r)`, `node_size(j)`, `node_rank(j, i)`. NULL: one node when shared_memory, else
+     * one node a rank. */
+    const int64_t *node_of;
     int nparams;         /* values for the schedule's `param`s, overriding their defaults */
     struct {
         const char *name;

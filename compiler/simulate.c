@@ -66,18 +66,18 @@ void sim_model_default(sim_model *m)
 
 int sim_model_parse(const char *text, sim_model *m, char *err, size_t errsize)
 {
-    static const char *const names[] = {"alpha", "beta", "gamma", "L", "o", "g", "G"};
-    double *fields[] = {&m->alpha, &m->beta, &m->gamma, &m->L, &m->o, &m->g, &m->G};
-    int abg = 0, loggp = 0;
+    static const char *const names[] = {"alpha", "beta", "gamma", "L", "o", "g", "G", "alpha_node", "beta_node"};
+    double *fields[] = {&m->alpha, &m->beta, &m->gamma, &m->L, &m->o, &m->g, &m->G, &m->alpha_node, &m->beta_node};
+    int abg = 0, loggp = 0, given[9] = {0};
     const char *p = text;
     while (*p) {
         const char *eq = strchr(p, '=');
         size_t n = eq ? (size_t)(eq - p) : 0;
         int k = -1;
-        for (int i = 0; i < 7 && eq; i++)
+        for (int i = 0; i < 9 && eq; i++)
             if (strlen(names[i]) == n && !strncmp(p, names[i], n)) k = i;
         if (k < 0) {
-            snprintf(err, errsize, "unknown model parameter in '%s' (alpha, beta, gamma, or L, o, g, G)", p);
+            snprintf(err, errsize, "unknown model parameter in '%s' (alpha, beta, gamma, alpha_node, beta_node, or L, o, g, G)", p);
             return -1;
         }
         char *end;
@@ -87,8 +87,9 @@ int sim_model_parse(const char *text, sim_model *m, char *err, size_t errsize)
             return -1;
         }
         *fields[k] = x;
-        if (k < 2) abg = 1;
-        if (k >= 3) loggp = 1;
+        given[k] = 1;
+        if (k < 2 || k >= 7) abg = 1;
+        if (k >= 3 && k < 7) loggp = 1;
         p = *end ? end + 1 : end;
     }
     if (abg && loggp) {
@@ -96,6 +97,11 @@ int sim_model_parse(const char *text, sim_model *m, char *err, size_t errsize)
         return -1;
     }
     m->loggp = loggp;
+    if (given[7] || given[8]) { /* inside a node, what is not given costs as between nodes */
+        m->two_level = 1;
+        if (!given[7]) m->alpha_node = m->alpha;
+        if (!given[8]) m->beta_node = m->beta;
+    }
     return 0;
 }
 
@@ -105,6 +111,7 @@ void sim_model_print(const sim_model *m, FILE *out)
         fprintf(out, "LogGP: L=%g s, o=%g s, g=%g s, G=%g s/B, gamma=%g s/B", m->L, m->o, m->g, m->G, m->gamma);
     else
         fprintf(out, "alpha-beta-gamma: alpha=%g s, beta=%g s/B, gamma=%g s/B", m->alpha, m->beta, m->gamma);
+    if (!m->loggp && m->two_level) fprintf(out, ", inside a node alpha=%g s, beta=%g s/B", m->alpha_node, m->beta_node);
 }
 
 void sim_format_time(double t, char *out, size_t size)
@@ -120,7 +127,8 @@ static sim_path later(sim_path a, sim_path b) { return b.t > a.t ? b : a; }
 compile_args sim_compile_args(const sim_args *a)
 {
     compile_args c = {.p = a->p, .count = a->count, .esize = a->esize, .root = a->root, .inplace = a->inplace,
-                      .commutative = a->commutative, .shared_memory = a->shared_memory, .nbufs = a->nbufs, .nparams = a->nparams};
+                      .commutative = a->commutative, .shared_memory = a->shared_memory, .nbufs = a->nbufs,
+                      .node_of = a->node_of, .nparams = a->nparams};
     for (int i = 0; i < a->nparams && i < COMPILE_MAX_PARAMS; i++) {
         c.params[i].name = a->params[i].name;
         c.params[i].value = a->params[i].value;
@@ -131,7 +139,8 @@ compile_args sim_compile_args(const sim_args *a)
 sim_args sim_args_of(const compile_args *c)
 {
     sim_args a = {.p = c->p, .count = c->count, .esize = c->esize, .root = c->root, .inplace = c->inplace,
-                  .commutative = c->commutative, .shared_memory = c->shared_memory, .nbufs = c->nbufs, .nparams = c->nparams};
+                  .commutative = c->commutative, .shared_memory = c->shared_memory, .nbufs = c->nbufs,
+                  .node_of = c->node_of, .nparams = c->nparams};
     for (int i = 0; i < c->nparams && i < COMPILE_MAX_PARAMS; i++) {
         a.params[i].name = c->params[i].name;
         a.params[i].value = c->params[i].value;
@@ -256,9 +265,15 @@ static void post_round(sctx *c, uint32_t r)
             } else {
                 go = m->any_port ? cpu : later(cpu, port);
                 arrive = go;
-                arrive.t += m->alpha + (double)t.len * m->beta;
+                const int64_t *node = c->a->node_of; /* a message inside a node: its own alpha and beta */
+                int near = node && t.kind == SK_SEND && node[r] == node[t.peer];
+                double al = near && m->two_level ? m->alpha_node : m->alpha;
+                double be = near && m->two_level ? m->beta_node : m->beta;
+                arrive.t += al + (double)t.len * be;
                 arrive.msgs++;
                 arrive.xfer += t.len;
+                arrive.msgs_node += (uint32_t)near;
+                arrive.xfer_node += near ? t.len : 0;
                 port = arrive;
                 end = later(end, arrive);
             }
@@ -505,11 +520,18 @@ void sim_report(const sim_result *r, const sim_model *m, uint32_t max_rounds, FI
         fprintf(out, "critical path: %u L + %u o + %u g = %s, %" PRIu64 " G-bytes = %s, %" PRIu64 " bytes reduced = %s\n",
                 p->msgs, p->ovh, p->gaps, a, p->xfer, b, p->red, g);
     } else {
-        sim_format_time(p->msgs * m->alpha, a, sizeof a);
-        sim_format_time((double)p->xfer * m->beta, b, sizeof b);
+        double an = m->two_level ? m->alpha_node : m->alpha, bn = m->two_level ? m->beta_node : m->beta;
+        sim_format_time((p->msgs - p->msgs_node) * m->alpha, a, sizeof a);
+        sim_format_time((double)(p->xfer - p->xfer_node) * m->beta, b, sizeof b);
         sim_format_time((double)p->red * m->gamma, g, sizeof g);
         fprintf(out, "critical path: %u messages (alpha) = %s, %" PRIu64 " bytes moved (beta) = %s, %" PRIu64 " bytes reduced (gamma) = %s\n",
-                p->msgs, a, p->xfer, b, p->red, g);
+                p->msgs - p->msgs_node, a, p->xfer - p->xfer_node, b, p->red, g);
+        if (p->msgs_node) {
+            sim_format_time(p->msgs_node * an, a, sizeof a);
+            sim_format_time((double)p->xfer_node * bn, b, sizeof b);
+            fprintf(out, "  and inside a node: %u messages (alpha_node) = %s, %" PRIu64 " bytes moved (beta_node) = %s\n",
+                    p->msgs_node, a, p->xfer_node, b);
+        }
     }
     if (r->nhops) {
         fprintf(out, "  from the end back: rank %u round %u", r->hops[0].rank, r->hops[0].round);

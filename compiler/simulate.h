@@ -28,12 +28,15 @@
 typedef struct {
     int loggp;                 /* 0: α-β-γ; 1: LogGP */
     double alpha, beta, gamma; /* seconds, seconds per byte, seconds per byte reduced */
+    int two_level;             /* the messages between ranks of one node (sim_args.node_of) */
+    double alpha_node, beta_node; /* cost these instead of alpha and beta */
     double L, o, g, G;         /* LogGP: latency, overhead, gap per message, gap per byte */
     double min_round;          /* every round lasts at least this long (for drawings) */
     int any_port;              /* sends do not queue on the outgoing port (for drawings) */
 } sim_model;
 
-/* Parses "alpha=1e-6,beta=1e-10,gamma=1e-10" or "L=..,o=..,g=..,G=..[,gamma=..]" over the
+/* Parses "alpha=1e-6,beta=1e-10,gamma=1e-10[,alpha_node=..,beta_node=..]" or
+ * "L=..,o=..,g=..,G=..[,gamma=..]" over the
  * defaults in *m. Returns 0, or -1 with a message in err. */
 int sim_model_parse(const char *text, sim_model *m, char *err, size_t errsize);
 void sim_model_default(sim_model *m);
@@ -45,6 +48,8 @@ typedef struct {
     int shared_memory;         /* the ranks share a node (compile_args.shared_memory) */
     int record_hops;           /* remember each round's critical hop, to print the path */
     int64_t nbufs;             /* buffers of a multi-buffer call (0: one) */
+    const int64_t *node_of;    /* the topology (compile_args.node_of): messages inside a node
+                                  cost alpha_node and beta_node; NULL: none is known */
     int nparams;               /* values for the schedule's params */
     struct {
         const char *name;
@@ -75,6 +80,8 @@ typedef struct {               /* a critical path, as the model terms it adds up
     int32_t hop_rank;          /* the last message on the path came from this rank's ... */
     uint32_t hop_round;        /* ... round (hop_rank -1: none) */
     uint64_t xfer, red;        /* bytes paying β (or G), bytes paying γ */
+    uint32_t msgs_node;        /* of msgs and xfer, those inside a node (a topology's), paying */
+    uint64_t xfer_node;        /* α_node and β_node */
 } sim_path;
 
 typedef struct {               /* one round index, over all ranks that have it */

@@ -278,6 +278,53 @@ static void features(void)
     diag_free(&d);
 }
 
+/* The topology names: a map of 2 + 2 + 1 ranks placed round-robin, the maps assumed without
+ * one, and a map not numbered by first appearance. A wrong value sends 99 elements. */
+static void topology(void)
+{
+    const char *text =
+        "schedule topo implements allreduce\n"
+        "{\n"
+        "    let ok = nodes == 3 && node(0) == 0 && node(3) == 0 && node(4) == 1 && local(2) == 0 && local(4) == 1\n"
+        "             && node_size(0) == 2 && node_size(2) == 1 && node_rank(1, 1) == 4 && node_rank(2, 0) == 2;\n"
+        "    if !ok { round { send recvbuf[0 : 99] to 0; } }\n"
+        "    round { send recvbuf to node_rank(node(rank), (local(rank) + 1) % node_size(node(rank))); }\n"
+        "}\n"
+        "schedule count_nodes implements allreduce\n"
+        "{\n"
+        "    round { send recvbuf[0 : nodes] to 0; }\n"
+        "}\n";
+    const int64_t cyclic[5] = {0, 1, 2, 0, 1}, unnumbered[5] = {0, 2, 1, 0, 1};
+    diag d;
+    nbc_program *prog = NULL;
+    compile_args a = {.p = 5, .rank = 1, .count = 100, .esize = 1, .commutative = 1, .node_of = cyclic};
+    int rc = compile_text("topo.nbs", text, "topo", &a, &prog, &d);
+    const nbc_insn *in = prog ? prog_insns(prog) : NULL;
+    result(rc == 0 && prog && prog->ninsns == 1 && in[0].op == OP_SEND && in[0].peer == 4 && in[0].len == 100,
+           "topology: node, nodes, local, node_size, node_rank on nodes of 2 + 2 + 1 ranks, round-robin", "rc %d, %s", rc,
+           d.text ? d.text : "wrong program");
+    free(prog);
+    diag_free(&d);
+    int64_t lens[2] = {0, 0};
+    for (int shm = 0; shm < 2; shm++) {
+        compile_args b = {.p = 5, .rank = 1, .count = 100, .esize = 1, .commutative = 1, .shared_memory = shm};
+        prog = NULL;
+        if (compile_text("topo.nbs", text, "count_nodes", &b, &prog, &d) == 0 && prog && prog->ninsns == 1)
+            lens[shm] = (int64_t)prog_insns(prog)[0].len;
+        free(prog);
+        diag_free(&d);
+    }
+    result(lens[0] == 5 && lens[1] == 1, "topology: without a map, a node a rank, or one node when the ranks share memory",
+           "nodes %lld and %lld", (long long)lens[0], (long long)lens[1]);
+    a.node_of = unnumbered;
+    prog = NULL;
+    rc = compile_text("topo.nbs", text, "topo", &a, &prog, &d);
+    result(rc == COMPILE_ERROR && !prog && d.text && strstr(d.text, "rank 1's node 2 is not numbered by first appearance (0..1)"),
+           "topology: a map not numbered by first appearance is refused", "rc %d: %s", rc, d.text ? d.text : "");
+    free(prog);
+    diag_free(&d);
+}
+
 /* A copy followed in the same round by a reduction of exactly the bytes it wrote becomes one
  * COMBINE; anything else stays as written. */
 static void fusion(void)
@@ -602,6 +649,7 @@ int main(int argc, char **argv)
     broken_cases(argc > 1 ? argv[1] : "tests/dsl/broken.txt");
     program_shapes();
     features();
+    topology();
     fusion();
     shared_memory();
     shared_scratch();

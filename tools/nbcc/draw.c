@@ -9,13 +9,15 @@
 static const char *const usage_draw =
     "usage: nbcc draw NAME|FILE --p P --count N [-o FILE] [--format svg|dot|text] [--type T]\n"
     "                 [--inplace] [--noncommutative] [--root R] [--param NAME=V] [--nbufs N]\n"
-    "                 [--schedule NAME]\n"
+    "                 [--schedule NAME] [--nodes N --ppn K | --node-sizes LIST] [--placement P]\n"
     "\n"
     "Draws a space-time diagram of a schedule: one row per rank, one column per step (unit\n"
     "latency), a box per round with its reductions and copies marked, an arrow per message\n"
     "labelled with its size. --format dot writes the same for Graphviz; --format text prints,\n"
     "per step, the rank-by-rank matrix of bytes moved. The format defaults to the extension of\n"
-    "-o FILE (.svg, .dot, .txt), else svg; without -o the drawing goes to standard output.\n";
+    "-o FILE (.svg, .dot, .txt), else svg; without -o the drawing goes to standard output.\n"
+    "A topology instead of --p (--nodes 2 --ppn 2, --node-sizes 3,2,1; --placement block or\n"
+    "cyclic) compiles a schedule that reads it, as nbcc dump does.\n";
 
 int nbcc_draw(int argc, char **argv)
 {
@@ -24,12 +26,16 @@ int nbcc_draw(int argc, char **argv)
         return 0;
     }
     nbcc_opts o = {.count = -1, .esize = 4, .tname = "int"};
-    int status = nbcc_options(argc, argv, "p count type format inplace noncommutative root schedule param nbufs o", &o);
+    int status = nbcc_options(argc, argv, "p count type format inplace noncommutative root schedule param nbufs o "
+                                          "nodes ppn node-sizes placement", &o);
     if (status >= 0) return status;
+    nbcc_topology *topo;
+    size_t ntopo;
+    if ((status = nbcc_one_topology(&o, &topo, &ntopo))) return status;
     compile_args base = o.params;
     base.max_insns = nbcc_max_insns;
     base.nbufs = o.nbufs ? number("--nbufs", o.nbufs) : 0;
-    long long p = o.p ? number("--p", o.p) : 0, count = o.count, root = o.root;
+    long long p = ntopo ? topo->p : o.p ? number("--p", o.p) : 0, count = o.count, root = o.root;
     int esize = o.esize, inplace = o.inplace, commutative = !o.noncommutative, rest = o.rest;
     const char *tname = o.tname, *sname = o.schedule, *path = o.output, *format = o.format;
     if (!format && path) {
@@ -44,6 +50,7 @@ int nbcc_draw(int argc, char **argv)
                       : root < 0 || root >= p ? "--root must be in 0..p-1"
                       : strcmp(format, "svg") && strcmp(format, "dot") && strcmp(format, "text") ? "--format is svg, dot or text" : NULL;
     if (why) {
+        nbcc_topologies_free(topo, ntopo);
         return nbcc_usage_error("%s", why);
     }
     sched_lib *lib = load_builtins();
@@ -52,6 +59,7 @@ int nbcc_draw(int argc, char **argv)
     if (n <= 0) {
         if (n == 0) complain_missing(argv[rest], sname);
         lib_destroy(lib);
+        nbcc_topologies_free(topo, ntopo);
         return 1;
     }
     /* draw into memory first: a failed drawing leaves no half-written file */
@@ -61,6 +69,7 @@ int nbcc_draw(int argc, char **argv)
     diag d;
     diag_init(&d);
     nbcc_set_call(&base, p, count, esize, root, inplace, commutative);
+    if (ntopo) nbcc_topology_args(&base, topo);
     sim_args a = sim_args_of(&base);
     int rc = mem ? draw_schedule(lib, s, &a, tname, f, mem, &d) : -1;
     if (mem) fclose(mem);
@@ -77,5 +86,6 @@ int nbcc_draw(int argc, char **argv)
     free(buf);
     diag_free(&d);
     lib_destroy(lib);
+    nbcc_topologies_free(topo, ntopo);
     return rc ? 1 : 0;
 }

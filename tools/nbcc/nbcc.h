@@ -40,7 +40,7 @@ typedef struct {
     long long count, rank, root, seed, rounds, reps, round;
     /* texts, NULL when not given: lists and specs the subcommand reads itself */
     const char *p, *counts, *bytes, *nbufs, *format, *output, *model, *collective, *op, *tuning,
-        *mode, *sizes, *schedule;
+        *mode, *sizes, *schedule, *nodes, *ppn, *node_sizes, *placement;
     int esize;           /* --type, from the one type table */
     const char *tname;
     int inplace, only_commutative, noncommutative, compare, append;
@@ -63,6 +63,23 @@ int nbcc_type(const char *name, int *esize, const char **tname);
  * "p+1", "2p-1") into *out (malloc'ed, *n items). Returns 0, or -1 after a message. */
 int expand_list(const char *opt, const char *text, int64_t p, int has_p, int64_t **out, size_t *n);
 double seconds_since(const struct timespec *t0);
+
+/* ---- topologies (topology.c): which ranks share a node ---- */
+typedef struct {
+    int64_t p, nodes;
+    int64_t *node_of; /* p values, nodes numbered by first appearance */
+    char label[96];   /* "2 nodes x 3, block", "nodes 3+2+1, cyclic" */
+} nbcc_topology;
+/* The topologies --nodes/--ppn (every pair of their lists) or --node-sizes name, in each
+ * --placement (block, cyclic or both; default block): *n of them, 0 when none is named.
+ * Returns 0, or the exit status after a message. */
+int nbcc_topologies(const nbcc_opts *o, nbcc_topology **out, size_t *n);
+void nbcc_topologies_free(nbcc_topology *t, size_t n);
+/* The same for a subcommand that compiles one call (dump, simulate, draw): at most one
+ * topology, instead of --p. */
+int nbcc_one_topology(const nbcc_opts *o, nbcc_topology **t, size_t *n);
+/* p, the node map and shared memory (one node only) of a call on topology t. */
+void nbcc_topology_args(compile_args *a, const nbcc_topology *t);
 
 /* ---- schedules ---- */
 extern uint64_t nbcc_max_insns; /* NBC_MAX_INSNS, read as the library reads it (0: default) */

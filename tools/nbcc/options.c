@@ -72,6 +72,8 @@ static const struct option all[] = {
     {"op", required_argument, 0, 'O'},         {"tuning", required_argument, 0, 'T'},
     {"mode", required_argument, 0, 'D'},       {"append", no_argument, 0, 'A'},
     {"sizes", required_argument, 0, 'Z'},      {"reps", required_argument, 0, 'E'},
+    {"nodes", required_argument, 0, 'J'},      {"ppn", required_argument, 0, 'K'},
+    {"node-sizes", required_argument, 0, 'G'}, {"placement", required_argument, 0, 'Y'},
 };
 enum { NALL = sizeof all / sizeof *all };
 
@@ -124,6 +126,10 @@ int nbcc_options(int argc, char **argv, const char *accepted, nbcc_opts *o)
         case 'Z': o->sizes = optarg; break;
         case 'E': o->reps = number("--reps", optarg); break;
         case 'o': o->output = optarg; break;
+        case 'J': o->nodes = optarg; break;
+        case 'K': o->ppn = optarg; break;
+        case 'G': o->node_sizes = optarg; break;
+        case 'Y': o->placement = optarg; break;
         case 'H': nbcc_shared_memory = 0; break;
         default: { /* '?' or ':' (shorts starts with ':'), told in our own words */
             const char *opt = argv[optind - 1];

@@ -14,6 +14,7 @@ static const char *const usage_simulate =
     "usage: nbcc simulate NAME|FILE --p P (--bytes N | --count N) [--type T] [--model SPEC]\n"
     "                     [--inplace] [--noncommutative] [--root R] [--rounds N] [--param NAME=V]\n"
     "                     [--nbufs N] [--schedule NAME]\n"
+    "                     [--nodes N --ppn K | --node-sizes LIST] [--placement block|cyclic]\n"
     "       nbcc simulate --compare [NAME|FILE...] [--collective C] [--p LIST] [--bytes LIST]\n"
     "                     [--type T] [--model SPEC] [--inplace] [--noncommutative] [--nbufs N]\n"
     "\n"
@@ -31,13 +32,18 @@ static const char *const usage_simulate =
     "                   default 8,64,512,4k,32k,256k,2m); --count N gives elements instead\n"
     "  --type T         element type, as for nbcc dump (default int)\n"
     "  --model SPEC     alpha=S,beta=S,gamma=S (seconds, seconds per byte; default\n"
-    "                   alpha=1e-6,beta=1e-10,gamma=1e-10), or LogGP L=S,o=S,g=S,G=S[,gamma=S]\n"
+    "                   alpha=1e-6,beta=1e-10,gamma=1e-10), or LogGP L=S,o=S,g=S,G=S[,gamma=S];\n"
+    "                   alpha_node=S,beta_node=S price the messages between ranks of one node\n"
+    "                   (with a topology; default alpha and beta)\n"
     "  --inplace        sendbuf is MPI_IN_PLACE\n"
     "  --noncommutative the op is not commutative\n"
     "  --root R         the root of a rooted collective (default 0)\n"
     "  --rounds N       rows of the round table (default 64)\n"
     "  --param NAME=V   a value for one of the schedule's params (up to 4 times)\n"
-    "  --nbufs N        buffers per rank of a multi-buffer collective (default 1)\n";
+    "  --nbufs N        buffers per rank of a multi-buffer collective (default 1)\n"
+    "  --nodes N --ppn K  instead of --p: N nodes of K ranks (they share memory only when N = 1)\n"
+    "  --node-sizes LIST  uneven nodes: 3,2,1 is 3 + 2 + 1 ranks\n"
+    "  --placement P    block (a node's ranks consecutive, the default) or cyclic (round-robin)\n";
 
 
 static int simulate_compare(sched_lib *lib, int argc, char **argv, const char *collective, const char *p_text,
@@ -90,8 +96,16 @@ int nbcc_simulate(int argc, char **argv)
     }
     nbcc_opts o = {.count = -1, .rounds = 64, .esize = 4, .tname = "int"};
     int status = nbcc_options(argc, argv,
-                            "p bytes count type model inplace noncommutative root rounds schedule compare collective param nbufs", &o);
+                            "p bytes count type model inplace noncommutative root rounds schedule compare collective param nbufs "
+                            "nodes ppn node-sizes placement", &o);
     if (status >= 0) return status;
+    nbcc_topology *topo;
+    size_t ntopo;
+    if ((status = nbcc_one_topology(&o, &topo, &ntopo))) return status;
+    if (ntopo && o.compare) {
+        nbcc_topologies_free(topo, ntopo);
+        return nbcc_usage_error("--compare takes --p, not a topology");
+    }
     compile_args base = o.params;
     base.max_insns = nbcc_max_insns;
     base.nbufs = o.nbufs ? number("--nbufs", o.nbufs) : 0;
@@ -101,7 +115,10 @@ int nbcc_simulate(int argc, char **argv)
     sim_model m;
     sim_model_default(&m);
     char err[200];
-    if (o.model && sim_model_parse(o.model, &m, err, sizeof err)) return nbcc_usage_error("--model: %s", err);
+    if (o.model && sim_model_parse(o.model, &m, err, sizeof err)) {
+        nbcc_topologies_free(topo, ntopo);
+        return nbcc_usage_error("--model: %s", err);
+    }
     sched_lib *lib = load_builtins();
     int rc;
     if (compare) {
@@ -111,20 +128,23 @@ int nbcc_simulate(int argc, char **argv)
         lib_destroy(lib);
         return rc;
     }
-    int64_t *ps = NULL, *bs = NULL;
-    size_t nps = 0, nbs = 0;
+    int64_t *ps = NULL, *bs = NULL, topo_p = ntopo ? topo->p : 0;
+    size_t nps = ntopo, nbs = 0;
+    if (ntopo) ps = &topo_p;
     /* "": expand_list has said what is wrong already */
     const char *why = rest != argc - 1 ? "name one schedule or file (or give --compare)"
-                      : !p_text ? "--p P is required"
-                      : expand_list("--p", p_text, 0, 0, &ps, &nps) ? ""
+                      : !p_text && !ntopo ? "--p P (or a topology) is required"
+                      : !ntopo && expand_list("--p", p_text, 0, 0, &ps, &nps) ? ""
                       : nps != 1 || ps[0] < 1 ? "--p wants one process count"
                       : (!bytes_text) == (count < 0) ? "give --bytes N or --count N"
                       : bytes_text && expand_list("--bytes", bytes_text, 0, 0, &bs, &nbs) ? ""
                       : bs && (nbs != 1 || bs[0] < 0 || bs[0] % esize) ? "--bytes wants one size, a whole number of elements"
                       : root < 0 || root >= ps[0] ? "--root must be in 0..p-1" : rounds < 0 ? "--rounds must be >= 0" : NULL;
+    if (ntopo) ps = NULL; /* topo_p: nothing to free */
+    int64_t p = ntopo ? topo_p : ps ? ps[0] : 0;
     if (why) {
         if (*why) nbcc_usage_error("%s", why);
-        free(ps), free(bs), lib_destroy(lib);
+        free(ps), free(bs), lib_destroy(lib), nbcc_topologies_free(topo, ntopo);
         return 2;
     }
     if (bs) count = bs[0] / esize;
@@ -132,12 +152,13 @@ int nbcc_simulate(int argc, char **argv)
     int n = find_schedules(lib, argv[rest], sname, &s, 1);
     if (n <= 0) {
         if (n == 0) complain_missing(argv[rest], sname);
-        free(ps), free(bs), lib_destroy(lib);
+        free(ps), free(bs), lib_destroy(lib), nbcc_topologies_free(topo, ntopo);
         return 1;
     }
-    nbcc_set_call(&base, ps[0], count, esize, root, inplace, commutative);
+    nbcc_set_call(&base, p, count, esize, root, inplace, commutative);
+    if (ntopo) nbcc_topology_args(&base, topo);
     sim_args a = sim_args_of(&base);
-    a.record_hops = ps[0] <= 4096;
+    a.record_hops = p <= 4096;
     sim_result res;
     diag d;
     diag_init(&d);
@@ -145,8 +166,8 @@ int nbcc_simulate(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     rc = simulate_schedule(lib, s, &a, &m, NULL, &res, &d);
     if (rc == SIM_OK) {
-        printf("%s (%s) p=%" PRId64 " count=%lld type=%s (%lld bytes)%s%s, ", s->name, s->src->name, a.p, count, tname,
-               count * esize, inplace ? " inplace" : "", commutative ? "" : " noncommutative");
+        printf("%s (%s) p=%" PRId64 "%s%s count=%lld type=%s (%lld bytes)%s%s, ", s->name, s->src->name, a.p, ntopo ? " on " : "",
+               ntopo ? topo->label : "", count, tname, count * esize, inplace ? " inplace" : "", commutative ? "" : " noncommutative");
         sim_model_print(&m, stdout);
         printf("\n");
         sim_report(&res, &m, (uint32_t)(rounds > UINT32_MAX ? UINT32_MAX : rounds), stdout);
@@ -159,6 +180,6 @@ int nbcc_simulate(int argc, char **argv)
         fprintf(stderr, "%s", d.text ? d.text : "");
     }
     diag_free(&d);
-    free(ps), free(bs), lib_destroy(lib);
+    free(ps), free(bs), lib_destroy(lib), nbcc_topologies_free(topo, ntopo);
     return rc == SIM_OK ? 0 : 1;
 }

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -14,6 +15,7 @@ static const char *const usage_verify =
     "usage: nbcc verify NAME|FILE --p LIST [--count N | --counts LIST] [--type T] [--inplace]\n"
     "                   [--commutative | --noncommutative] [--root R] [--seed S] [--param NAME=V]\n"
     "                   [--nbufs LIST] [--schedule NAME]\n"
+    "                   [--nodes LIST --ppn LIST | --node-sizes LIST] [--placement block|cyclic|both]\n"
     "\n"
     "Compiles every rank's program of a schedule (a built-in name, every schedule implementing a\n"
     "collective in FILE, or --schedule NAME) and runs them together against a simulated network,\n"
@@ -36,11 +38,20 @@ static const char *const usage_verify =
     "  --seed S         seed of the random contributions (default 1)\n"
     "  --param NAME=V   a value for one of the schedule's params (up to 4 times)\n"
     "  --nbufs LIST     buffers per rank of a multi-buffer collective (default 1,3; always in place)\n"
+    "  --nodes LIST, --ppn LIST\n"
+    "                   instead of --p: every topology of N nodes with K ranks each (lists as for\n"
+    "                   --p); the ranks share memory only when N = 1\n"
+    "  --node-sizes LIST  one topology of uneven nodes: 3,2,1 is 3 + 2 + 1 ranks\n"
+    "  --placement P    ranks onto nodes: block (a node's ranks consecutive, the default), cyclic\n"
+    "                   (round-robin over the nodes) or both\n"
     "Exit status 1 when a check fails, or when the schedule applies to none of the cases.\n";
 
 
 typedef struct {
     const char *p_text, *counts_text, *nbufs_text;
+    const nbcc_topology *topo; /* instead of p_text when ntopo > 0 */
+    size_t ntopo;
+    char where[160];           /* "p = 1..16", or the topologies */
     int only_commutative, only_noncommutative;
     long long seed;
     compile_args base;   /* element size, in place, root, params */
@@ -49,8 +60,13 @@ typedef struct {
 static int verify_one(const sched_lib *lib, const sched_def *s, const verify_opts *o)
 {
     int64_t *ps;
-    size_t nps;
-    if (expand_list("--p", o->p_text, 0, 0, &ps, &nps)) return 2;
+    size_t nps = o->ntopo;
+    if (nps) {
+        if (!(ps = malloc(nps * sizeof *ps))) return 2;
+        for (size_t i = 0; i < nps; i++) ps[i] = o->topo[i].p;
+    } else if (expand_list("--p", o->p_text, 0, 0, &ps, &nps)) {
+        return 2;
+    }
     int c = collective_from_name(s->collective);
     int reduces = collective_reduces(c);
     int64_t *nbufs, one = 1;
@@ -96,6 +112,7 @@ static int verify_one(const sched_lib *lib, const sched_def *s, const verify_opt
             for (size_t b = 0; b < nnbufs * (size_t)nv && !bad; b++) {
                 verify_args a = {.base = o->base, .seed = (uint64_t)o->seed};
                 a.base.p = ps[i];
+                if (o->ntopo) nbcc_topology_args(&a.base, &o->topo[i]);
                 a.base.count = counts[j];
                 if (collective_has_vectors(c)) { /* cases 0, 1, 2, 3, 4, then 2, 3, 4 with the next seed */
                     a.vcase = counts[j] < VERIFY_VECTOR_CASES ? (int)counts[j] : (int)counts[j] - VERIFY_VECTOR_CASES + 2;
@@ -123,7 +140,7 @@ static int verify_one(const sched_lib *lib, const sched_def *s, const verify_opt
         nbcc_error("%s (%s): nothing verified: its requirements fail for every p and count given", s->name, s->src->name);
         return 1;
     }
-    printf("%s (%s): ok, %ld runs (p = %s; counts %s;%s%s%s %s)", s->name, s->src->name, runs, o->p_text,
+    printf("%s (%s): ok, %ld runs (%s; counts %s;%s%s%s %s)", s->name, s->src->name, runs, o->where,
            c == COLL_BARRIER ? "0 (a barrier)" : collective_has_vectors(c) ? "from the vector cases of docs/verify.md" : o->counts_text,
            is_multi(s) ? " buffers " : "", is_multi(s) ? o->nbufs_text : "", is_multi(s) ? ";" : o->base.inplace ? " in place;" : "", nv == 2 ? "commutative and non-commutative op" : variants[0] ? "commutative op" : "non-commutative op");
     if (skipped) printf(", %ld skipped by its requirements", skipped);
@@ -139,9 +156,16 @@ int nbcc_verify(int argc, char **argv)
         return 0;
     }
     nbcc_opts opt = {.seed = 1, .esize = 4, .tname = "int"};
-    int status = nbcc_options(argc, argv, "p count counts type inplace commutative noncommutative root seed schedule param nbufs",
-                            &opt);
+    int status = nbcc_options(argc, argv, "p count counts type inplace commutative noncommutative root seed schedule param nbufs "
+                                          "nodes ppn node-sizes placement", &opt);
     if (status >= 0) return status;
+    nbcc_topology *topo;
+    size_t ntopo;
+    if ((status = nbcc_topologies(&opt, &topo, &ntopo))) return status;
+    if (ntopo && opt.p) {
+        nbcc_topologies_free(topo, ntopo);
+        return nbcc_usage_error("--p, or a topology (--nodes and --ppn, --node-sizes): not both");
+    }
     verify_opts o = {.p_text = opt.p ? opt.p : "1..16", .counts_text = opt.counts ? opt.counts : "1,p+1,1001",
                      .nbufs_text = opt.nbufs ? opt.nbufs : "1,3", .seed = opt.seed,
                      .only_commutative = opt.only_commutative, .only_noncommutative = opt.noncommutative,
@@ -150,9 +174,18 @@ int nbcc_verify(int argc, char **argv)
     o.base.max_insns = nbcc_max_insns;
     o.base.inplace = opt.inplace;
     o.base.root = opt.root;
+    o.topo = topo;
+    o.ntopo = ntopo;
+    const char *placed = !opt.placement || !strcmp(opt.placement, "block") ? "block placement"
+                         : !strcmp(opt.placement, "cyclic")                ? "cyclic placement"
+                                                                           : "block and cyclic placements";
+    if (!ntopo) snprintf(o.where, sizeof o.where, "p = %s", o.p_text);
+    else if (opt.node_sizes) snprintf(o.where, sizeof o.where, "nodes of %s ranks, %s", opt.node_sizes, placed);
+    else snprintf(o.where, sizeof o.where, "%s nodes x %s ranks, %s", opt.nodes, opt.ppn, placed);
     const char *sname = opt.schedule;
     int rest = opt.rest;
     if (rest != argc - 1 || o.base.root < 0 || (o.only_commutative && o.only_noncommutative)) {
+        nbcc_topologies_free(topo, ntopo);
         return nbcc_usage_error("%s", rest != argc - 1 ? "name one schedule or file"
                                       : o.base.root < 0 ? "--root must be >= 0" : "--commutative or --noncommutative, not both");
     }
@@ -171,5 +204,6 @@ int nbcc_verify(int argc, char **argv)
         if (r > rc) rc = r;
     }
     lib_destroy(lib);
+    nbcc_topologies_free(topo, ntopo);
     return rc;
 }
