@@ -252,34 +252,39 @@ static int64_t node_arg(ev *e, const node *n)
     return j;
 }
 
-/* node(r), local(r), node_size(j), node_rank(j, i); NULL for another function. Each walks the
- * p ranks: topologies are small, and a schedule asks a few times per node. */
-static const value *topology(ev *e, const node *n, value *out)
+/* node(r), local(r), node_size(j), node_rank(j, i) into *out: 1, or 0 for another function.
+ * Each walks the p ranks: topologies are small, and a schedule asks a few times per node. */
+static int topology(ev *e, const node *n, value *out)
 {
     const char *f = n->name;
     int64_t p = e->args->p, k = 0;
     if (same(f, "node") || same(f, "local")) {
         want_args(e, n, 1);
         int64_t r = rank_arg(e, n->a), j = node_of(e, r);
-        if (f[0] == 'n') return *out = vint(j), out;
-        for (int64_t q = 0; q < r; q++) k += node_of(e, q) == j;
-        return *out = vint(k), out;
+        if (f[0] == 'l')
+            for (int64_t q = 0; q < r; q++) k += node_of(e, q) == j;
+        *out = vint(f[0] == 'n' ? j : k);
+        return 1;
     }
     if (same(f, "node_size")) {
         want_args(e, n, 1);
         int64_t j = node_arg(e, n->a);
         for (int64_t q = 0; q < p; q++) k += node_of(e, q) == j;
-        return *out = vint(k), out;
+        *out = vint(k);
+        return 1;
     }
     if (same(f, "node_rank")) { /* the rank of member i of node j, members in rank order */
         want_args(e, n, 2);
         int64_t j = node_arg(e, n->a), i = eval_int(e, n->a->next);
         for (int64_t q = 0; q < p; q++)
-            if (node_of(e, q) == j && k++ == i) return *out = vint(q), out;
+            if (node_of(e, q) == j && k++ == i) {
+                *out = vint(q);
+                return 1;
+            }
         fail(e, n->a->next->at, "node %lld has %lld rank%s: no member %lld", (long long)j, (long long)k, k == 1 ? "" : "s",
              (long long)i);
     }
-    return NULL;
+    return 0;
 }
 
 /* The builtin functions. */

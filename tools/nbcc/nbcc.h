@@ -71,7 +71,8 @@ typedef struct {
     char label[96];   /* "2 nodes x 3, block", "nodes 3+2+1, cyclic" */
 } nbcc_topology;
 /* The topologies --nodes/--ppn (every pair of their lists) or --node-sizes name, in each
- * --placement (block, cyclic or both; default block): *n of them, 0 when none is named.
+ * --placement (block, cyclic or both; default block), instead of --p: *n of them, 0 when none
+ * is named.
  * Returns 0, or the exit status after a message. */
 int nbcc_topologies(const nbcc_opts *o, nbcc_topology **out, size_t *n);
 void nbcc_topologies_free(nbcc_topology *t, size_t n);

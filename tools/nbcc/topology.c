@@ -53,6 +53,7 @@ int nbcc_topologies(const nbcc_opts *o, nbcc_topology **out, size_t *n)
         if (o->placement) return nbcc_usage_error("--placement goes with --nodes and --ppn, or --node-sizes");
         return 0;
     }
+    if (o->p) return nbcc_usage_error("--p, or a topology (--nodes and --ppn, --node-sizes): not both");
     if (o->node_sizes && (o->nodes || o->ppn)) return nbcc_usage_error("--node-sizes, or --nodes and --ppn: not both");
     if (!o->node_sizes && (!o->nodes || !o->ppn)) return nbcc_usage_error("--nodes and --ppn go together");
     const char *pl = o->placement ? o->placement : "block";
@@ -105,12 +106,11 @@ int nbcc_topologies(const nbcc_opts *o, nbcc_topology **out, size_t *n)
 int nbcc_one_topology(const nbcc_opts *o, nbcc_topology **t, size_t *n)
 {
     int rc = nbcc_topologies(o, t, n);
-    if (rc || !*n || (!o->p && *n == 1)) return rc;
+    if (rc || *n <= 1) return rc;
     nbcc_topologies_free(*t, *n);
     *t = NULL;
     *n = 0;
-    return nbcc_usage_error("%s", o->p ? "--p, or a topology (--nodes and --ppn, --node-sizes): not both"
-                                       : "one topology: one --nodes, one --ppn, one --placement");
+    return nbcc_usage_error("one topology: one --nodes, one --ppn, one --placement");
 }
 
 void nbcc_topology_args(compile_args *a, const nbcc_topology *t)

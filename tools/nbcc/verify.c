@@ -162,10 +162,6 @@ int nbcc_verify(int argc, char **argv)
     nbcc_topology *topo;
     size_t ntopo;
     if ((status = nbcc_topologies(&opt, &topo, &ntopo))) return status;
-    if (ntopo && opt.p) {
-        nbcc_topologies_free(topo, ntopo);
-        return nbcc_usage_error("--p, or a topology (--nodes and --ppn, --node-sizes): not both");
-    }
     verify_opts o = {.p_text = opt.p ? opt.p : "1..16", .counts_text = opt.counts ? opt.counts : "1,p+1,1001",
                      .nbufs_text = opt.nbufs ? opt.nbufs : "1,3", .seed = opt.seed,
                      .only_commutative = opt.only_commutative, .only_noncommutative = opt.noncommutative,
