@@ -16,11 +16,13 @@ typedef struct {
                            time schedules, rules or the mode change */
     int64_t p, rank, count;
     int64_t esize;
-    int64_t flags;      /* bit 0 in place, bit 1 commutative op, bits 8 and up the call's nbufs
-                           (its buffers for nbc_iallreduce_multi, 1 for the others) */
+    int64_t flags;      /* bit 0 in place, bit 1 commutative op, bit 2 shared memory, bit 3 a
+                           node map (in vec, after the vectors), bits 4 .. 7 which vectors the
+                           call has, bits 8 and up the call's nbufs (its buffers for
+                           nbc_iallreduce_multi, 1 for the others) */
     int64_t root;
     int64_t param;      /* hash of a forced schedule's parameters and their values, 0 without */
-    int64_t nvec;       /* a vector collective's per-rank vectors: nvec values at vec, */
+    int64_t nvec;       /* a vector collective's per-rank vectors and the node map: nvec values at vec, */
     const int64_t *vec; /* compared exactly (the hash only finds the bucket); the cache keeps
                            its own copy, so the caller's may go once the call returns */
 } cache_key;

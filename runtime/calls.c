@@ -558,25 +558,29 @@ static int prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out, com
                           .root = c->root, .op = c->op};
     cache_entry *progs[RUN_CHOICES] = {NULL};
     struct nbc_req *r;
+    int chunked = 0;
     if (space) { /* a vector call: its vectors are in the key; no memo (it compares no vectors) */
         sig.count = 0; /* the counts are per rank: NBC_CHECK compares the rest */
         compile_args args = args_of(c, &sig, size, rank, commutative);
         args.count = vc.count;
         memcpy(args.vec, vc.vec, sizeof args.vec);
         if ((rc = programs_for_call(c->coll, &args, NULL, &progs[RUN_MESSAGES]))) return rc;
-    } else if (chunk_bytes > 0 && c->coll == COLL_ALLREDUCE && commutative && c->count >= size && size > 1 &&
-        (int64_t)c->count * esize > chunk_bytes) {
+    } else if ((chunked = chunk_bytes > 0 && c->coll == COLL_ALLREDUCE && commutative && c->count >= size && size > 1 &&
+                          (int64_t)c->count * esize > chunk_bytes)) {
         char spec[64];
         snprintf(spec, sizeof spec, "allreduce_segmented_ring:segsize=%lld", (long long)chunk_bytes);
         compile_args args = args_of(c, &sig, size, rank, commutative);
         if ((rc = programs_for_call(c->coll, &args, spec, &progs[RUN_MESSAGES]))) return rc;
     } else if (!memo_matches(cs, &sig, shape)) {
         compile_args args = args_of(c, &sig, size, rank, commutative);
+        args.node_of = cs->node_of;
         if (shm_eligible(cs, c->coll)) rc = shared_programs(c->coll, &args, progs);
         else rc = programs_for_call(c->coll, &args, NULL, &progs[RUN_MESSAGES]);
         if (rc) return rc;
         memo_keep(cs, &sig, shape, progs);
     } else if (nbc_rt.env.trace <= 1 && (r = reuse_spare(cs, c, &sig, kernel))) {
+        r->topo_stale = cs->topo != TOPO_KNOWN;
+        r->shape = shape;
         *out = r;
         return MPI_SUCCESS;
     } else {
@@ -608,7 +612,37 @@ static int prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out, com
     r->st.base[SLOT_SCRATCH] = r->scratch;
     set_call(r, c, kernel);
     r->sig = sig;
+    /* the node map can change the choice of the calls that go through the rules */
+    r->topo_stale = !space && progs[RUN_MESSAGES] && !chunked && cs->topo != TOPO_KNOWN;
+    r->shape = shape;
     *out = r;
+    return MPI_SUCCESS;
+}
+
+int call_reselect(struct nbc_req *r)
+{
+    comm_state *cs = r->cs;
+    r->topo_stale = 0;
+    if (!cs->node_of) return MPI_SUCCESS; /* one node, or one rank a node: the choice stands */
+    compile_args args = {.p = cs->size, .rank = cs->rank, .count = r->sig.count, .esize = r->sig.esize,
+                         .inplace = r->shape & 1, .commutative = r->shape >> 1 & 1, .root = r->sig.root,
+                         .nbufs = r->shape >> 2, .node_of = cs->node_of};
+    /* beside a shared program, the messages' one is the rules' choice (shared_programs) */
+    const char *spec = r->progs[RUN_SHARED] && nbc_rt.sel.forced[r->sig.coll].ch.s ? "" : NULL;
+    cache_entry *fresh;
+    int rc = programs_for_call((nbc_collective)r->sig.coll, &args, spec, &fresh);
+    if (rc != MPI_SUCCESS) return rc;
+    const nbc_program *prog = cache_entry_program(fresh);
+    if (req_fit(r, prog->scratch, (int)prog->max_round_comms) != MPI_SUCCESS) {
+        cache_release(nbc_rt.sel.programs, fresh);
+        return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
+    }
+    if (r->st.prog == cache_entry_program(r->progs[RUN_MESSAGES])) r->st.prog = prog;
+    cache_release(nbc_rt.sel.programs, r->progs[RUN_MESSAGES]);
+    r->progs[RUN_MESSAGES] = fresh;
+    if (nbc_rt.env.trace > 1)
+        fprintf(stderr, "nbc: trace: rank %d of %d: %s call chosen again with the node map (%d nodes): %s\n", cs->rank,
+                cs->size, collective_names[r->sig.coll], cs->nodes, prog->name);
     return MPI_SUCCESS;
 }
 

@@ -47,6 +47,9 @@ int call_prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out, comm_
 /* Prepares and starts the call: nbc_iallreduce and its siblings. */
 int call_start(const call *c, nbc_request *request);
 void call_launch(struct nbc_req *r);
+/* r was prepared before its communicator's node map was known here (r->topo_stale): its
+ * messages' program is chosen again with the map, before it runs. MPI_SUCCESS or an error. */
+int call_reselect(struct nbc_req *r);
 int call_allgather_check(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int recvcount,
                          MPI_Datatype recvtype);
 

@@ -57,6 +57,76 @@ static void ask(comm_state *cs, duplicate *d)
     if (!cs->in_flight) start_next(cs);
 }
 
+/* ---- the node map ----
+ *
+ * Every rank sends its node key (settings.c) to all the others once, by an allgather on `dup`
+ * started as soon as `dup` is made, before any later duplication of it: so in the same order
+ * on every rank as the collectives MPI runs on `dup` for those. Nothing waits for it but the
+ * communicator's requests, each of which runs only once it is known (comm_request_ready). */
+static void topology_known(comm_state *cs)
+{
+    cs->topo = TOPO_KNOWN;
+    uint64_t *keys = cs->node_keys;
+    cs->node_keys = NULL;
+    if (!keys) { /* one rank, or the exchange could not be made: one node a rank, as without a map */
+        cs->nodes = cs->size;
+        return;
+    }
+    int64_t *of = malloc((size_t)cs->size * sizeof *of);
+    uint64_t *seen = malloc((size_t)cs->size * sizeof *seen); /* each node's key, by number */
+    int n = 0, largest = 0;
+    for (int r = 0; of && seen && r < cs->size; r++) {
+        int j = 0;
+        while (j < n && seen[j] != keys[r]) j++;
+        if (j == n) seen[n++] = keys[r];
+        of[r] = j;
+    }
+    for (int j = 0; of && seen && j < n; j++) { /* the largest node's size */
+        int k = 0;
+        for (int r = 0; r < cs->size; r++) k += of[r] == j;
+        if (k > largest) largest = k;
+    }
+    free(seen);
+    free(keys);
+    cs->nodes = of && n ? n : cs->size; /* out of memory: as without a map */
+    if (of && n > 1 && largest > 1) {
+        cs->node_of = of;
+        /* the memo's programs were chosen without the map */
+        memset(cs->last.progs, 0, sizeof cs->last.progs);
+    } else {
+        free(of);
+    }
+}
+
+static void ask_topology(comm_state *cs)
+{
+    if (cs->size == 1 || cs->dup.comm == MPI_COMM_NULL || !(cs->node_keys = malloc((size_t)cs->size * sizeof *cs->node_keys))) {
+        topology_known(cs);
+        return;
+    }
+    cs->node_key = nbc_rt.env.node_key;
+    if (MPI_Iallgather(&cs->node_key, 1, MPI_UINT64_T, cs->node_keys, 1, MPI_UINT64_T, cs->dup.comm, &cs->topo_req) != MPI_SUCCESS) {
+        free(cs->node_keys);
+        cs->node_keys = NULL;
+        topology_known(cs);
+        return;
+    }
+    cs->topo = TOPO_ASKED;
+    nbc_rt.comms.learning++;
+}
+
+int comm_topology_settle(comm_state *cs, int wait)
+{
+    if (cs->topo != TOPO_ASKED) return cs->topo == TOPO_KNOWN;
+    int done = 1;
+    if (wait) MPI_Wait(&cs->topo_req, MPI_STATUS_IGNORE);
+    else MPI_Test(&cs->topo_req, &done, MPI_STATUS_IGNORE);
+    if (!done) return 0;
+    nbc_rt.comms.learning--;
+    topology_known(cs);
+    return 1;
+}
+
 /* Tests (or waits for) the duplication under way; 1 once it is complete (the next one asked for
  * then starts). A duplication holds the application's communicator, so MPICH keeps it, and
  * runs our delete_state, only when the duplication completes: from inside this very call, if
@@ -81,7 +151,10 @@ static int advance(comm_state *cs, int wait)
     cs->in_flight = NULL;
     nbc_rt.comms.duplicating--;
     nbc_rt.comms.duplicating_app -= d == &cs->dup;
-    if (d == &cs->dup) thread_wake(); /* the progress thread may enter MPI again (thread.c) */
+    if (d == &cs->dup) {
+        ask_topology(cs); /* before the next duplication of `dup` starts: the same order everywhere */
+        thread_wake(); /* the progress thread may enter MPI again (thread.c) */
+    }
     start_next(cs);
     return 1;
 }
@@ -91,9 +164,11 @@ static int advance(comm_state *cs, int wait)
  * nbc_progress now and then does not hold them back. */
 void comm_advance_duplicates(void)
 {
-    if (!nbc_rt.comms.duplicating) return;
-    for (comm_state *cs = nbc_rt.comms.all; cs; cs = cs->next)
+    if (!nbc_rt.comms.duplicating && !nbc_rt.comms.learning) return;
+    for (comm_state *cs = nbc_rt.comms.all; cs; cs = cs->next) {
         if (cs->in_flight && !cs->busy) advance(cs, 0);
+        comm_topology_settle(cs, 0);
+    }
 }
 
 /* 1 once d is complete (or was never asked for); wait: until it is. */
@@ -109,6 +184,7 @@ static int settle(comm_state *cs, duplicate *d, int wait)
 static void settle_all(comm_state *cs)
 {
     while (cs->in_flight) advance(cs, 1);
+    comm_topology_settle(cs, 1);
 }
 
 static void destroy_state(comm_state *cs)
@@ -124,6 +200,7 @@ static void destroy_state(comm_state *cs)
     }
     if (cs->any.comm != MPI_COMM_NULL) MPI_Comm_free(&cs->any.comm);
     if (cs->dup.comm != MPI_COMM_NULL) MPI_Comm_free(&cs->dup.comm);
+    free(cs->node_of);
     free(cs);
 }
 
@@ -336,6 +413,8 @@ int comm_request_ready(struct nbc_req *r, MPI_Comm *comm)
 {
     duplicate *d = !r->any_order ? &r->cs->dup : r->block ? &r->block->dup : &r->cs->any;
     if (!settle(r->cs, d, 0)) return 0;
+    /* the map is exchanged on `dup`, made before any other duplicate (or failed: then so does r) */
+    if (d->comm != MPI_COMM_NULL && !comm_topology_settle(r->cs, 0)) return 0;
     *comm = d->comm;
     return 1;
 }

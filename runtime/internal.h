@@ -63,6 +63,16 @@ struct comm_state {
     int busy;             /* inside a test or wait of its duplication (comm.c's settle) */
     struct nbc_req *persistent; /* its any-order requests, for stall reports */
     struct shm_comm *shm; /* shared memory with its ranks (shm.c), from the first call that may use it */
+    /* Its node map (comm.c): which ranks share a node, exchanged once on `dup` as soon as it is
+     * made. Calls prepared before it is known here are chosen again when they start to run
+     * (calls.c's call_reselect), so every rank runs what the map makes it choose. */
+    int topo;             /* TOPO_* */
+    MPI_Request topo_req; /* the exchange of node keys, while TOPO_ASKED */
+    uint64_t node_key;    /* this rank's, sent from here */
+    uint64_t *node_keys;  /* [size]: every rank's, until the map is made */
+    int64_t *node_of;     /* [size]: compile_args.node_of; NULL unless the ranks span several
+                             nodes and some node has several (then schedules may use it) */
+    int nodes;            /* how many nodes its ranks are on, once TOPO_KNOWN */
     struct {              /* its last call's programs, taken again by a call like it (calls.c) */
         call_signature sig;
         int flags;        /* in place, commutative, nbufs */
@@ -72,6 +82,7 @@ struct comm_state {
     } last;
     comm_state *prev, *next;
 };
+enum { TOPO_UNKNOWN, TOPO_ASKED, TOPO_KNOWN };
 int comm_init(void);
 void comm_finalize(int keep); /* keep: nbc_finalize's (the peers' view stays) */
 int comm_state_of(MPI_Comm comm, comm_state **out);  /* creates it on first use */
@@ -92,6 +103,8 @@ int comm_take_identity(comm_state *cs, struct nbc_req *r); /* r->id and r->block
 int comm_request_ready(struct nbc_req *r, MPI_Comm *comm);
 /* Advances every duplication under way (each pass of progress). */
 void comm_advance_duplicates(void);
+/* Advances cs's node map; 1 once it is known (wait: until it is). */
+int comm_topology_settle(comm_state *cs, int wait);
 /* Whether cs's any-order duplicate has been asked for and can be used yet. */
 int comm_any_ready(comm_state *cs);
 void comm_hold(comm_state *cs);
@@ -137,12 +150,18 @@ struct nbc_req {
     int shm_in_call;         /* started with a shared program and not yet ended (shm_end) */
     int shm_culprit;         /* the rank whose leaving made this call fail, or -1 */
     int timed_out;           /* NBC_TIMEOUT ended this start */
+    int topo_stale;          /* prepared before its communicator's node map was known here (a
+                                call whose choice the map can change: not chunked, no vectors) */
+    int shape;               /* in place | commutative << 1 | nbufs << 2: calls.c's shape_of */
     char error[256];        /* why it failed, when it did (nbc_request_error) */
     struct nbc_req *prev, *next;       /* in the active list (by priority), or the pool */
     struct nbc_req *live_prev, *live_next; /* every request the application holds */
     struct nbc_req *cs_next;           /* in cs->persistent */
 };
 struct nbc_req *req_get(size_t scratch, int nreqs);
+/* Grows r's scratch and MPI requests to fit a program that needs these (the interpreter's
+ * state follows): MPI_SUCCESS or MPI_ERR_NO_MEM, r unchanged then. */
+int req_fit(struct nbc_req *r, size_t scratch, int nreqs);
 /* Back to the pool, its program released; or, one that ran its communicator's last programs,
  * kept there as the communicator's spare. */
 void req_release(struct nbc_req *r);

@@ -215,17 +215,23 @@ static int program_with(nbc_collective coll, const compile_args *call, const for
                      .flags = (a->inplace ? 1 : 0) | (a->commutative ? 2 : 0) | (a->shared_memory ? 4 : 0) | a->nbufs << 8, .root = a->root,
                      .param = f->param_hash};
     /* a vector collective's vectors are part of the key, those the call has on this rank in
-     * turn; which ones it has goes in flags (bits 4 ..) */
-    int64_t small[4 * 64], *vec = small;
-    if (collective_has_vectors(coll)) {
+     * turn; which ones it has goes in flags (bits 4 ..); then the node map, when the call has
+     * one (bit 3) */
+    int64_t small[5 * 64], *vec = small;
+    if (collective_has_vectors(coll) || a->node_of) {
         size_t p = (size_t)a->p, n = 0;
-        if (4 * p > sizeof small / sizeof *small && !(vec = malloc(4 * p * sizeof *vec))) return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
+        if (5 * p > sizeof small / sizeof *small && !(vec = malloc(5 * p * sizeof *vec))) return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
         for (int k = 0; k < COLL_NVEC; k++)
             if (a->vec[k]) {
                 memcpy(vec + n, a->vec[k], p * sizeof *vec);
                 n += p;
                 key.flags |= (int64_t)16 << k;
             }
+        if (a->node_of) {
+            memcpy(vec + n, a->node_of, p * sizeof *vec);
+            n += p;
+            key.flags |= 8;
+        }
         key.vec = vec;
         key.nvec = (int64_t)n;
     }

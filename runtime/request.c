@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calls.h"
 #include "state.h"
 
 #define POOL_MAX 64
@@ -92,6 +93,28 @@ static void destroy(struct nbc_req *r)
     free(r);
 }
 
+int req_fit(struct nbc_req *r, size_t scratch, int nreqs)
+{
+    if (scratch > r->scratch_cap) {
+        char *s = realloc(r->scratch, scratch);
+        if (!s) return MPI_ERR_NO_MEM;
+        r->scratch = s;
+        r->scratch_cap = scratch;
+    }
+    if (nreqs > r->reqs_cap) {
+        MPI_Request *q = realloc(r->reqs, (size_t)nreqs * sizeof *q);
+        if (q) r->reqs = q;
+        MPI_Status *s = q ? realloc(r->statuses, (size_t)nreqs * sizeof *s) : NULL;
+        if (!s) return MPI_ERR_NO_MEM;
+        r->statuses = s;
+        r->reqs_cap = nreqs;
+    }
+    r->st.base[SLOT_SCRATCH] = r->scratch;
+    r->st.reqs = r->reqs;
+    r->st.statuses = r->statuses;
+    return MPI_SUCCESS;
+}
+
 struct nbc_req *req_get(size_t scratch, int nreqs)
 {
     struct nbc_req *r = nbc_rt.reqs.pool;
@@ -101,20 +124,7 @@ struct nbc_req *req_get(size_t scratch, int nreqs)
     } else if (!(r = calloc(1, sizeof *r))) {
         return NULL;
     }
-    if (scratch > r->scratch_cap) {
-        char *s = realloc(r->scratch, scratch);
-        if (!s) goto oom;
-        r->scratch = s;
-        r->scratch_cap = scratch;
-    }
-    if (nreqs > r->reqs_cap) {
-        MPI_Request *q = realloc(r->reqs, (size_t)nreqs * sizeof *q);
-        if (q) r->reqs = q;
-        MPI_Status *s = q ? realloc(r->statuses, (size_t)nreqs * sizeof *s) : NULL;
-        if (!s) goto oom;
-        r->statuses = s;
-        r->reqs_cap = nreqs;
-    }
+    if (req_fit(r, scratch, nreqs) != MPI_SUCCESS) goto oom;
     r->state = REQ_INACTIVE;
     memset(r->progs, 0, sizeof r->progs);
     r->cs = NULL;
@@ -252,6 +262,7 @@ static int ended(struct nbc_req *r)
  * which of its programs they run. */
 static int step(struct nbc_req *r, int may_issue)
 {
+    int rc;
     if (r->st.err != MPI_SUCCESS && r->st.comm == MPI_COMM_NULL) return ended(r); /* timed out in setup */
     if (r->st.comm == MPI_COMM_NULL) {
         MPI_Comm c;
@@ -261,6 +272,10 @@ static int step(struct nbc_req *r, int may_issue)
             return ended(r);
         }
         r->st.comm = c;
+        if (r->topo_stale && (rc = call_reselect(r)) != MPI_SUCCESS) {
+            req_fail(r, rc, "%s", error_text());
+            return ended(r);
+        }
     }
     if (r->check) {
         if (!check_step(r)) return INTERP_WAITING;
@@ -269,7 +284,7 @@ static int step(struct nbc_req *r, int may_issue)
     }
     if (r->progs[RUN_SHARED] && !r->shm_chosen) {
         if (r->st.err != MPI_SUCCESS) return ended(r); /* timed out while agreeing */
-        int rc = shm_agree(r);
+        rc = shm_agree(r);
         if (rc < 0) return ended(r);
         if (rc == 0) return INTERP_WAITING;
     }

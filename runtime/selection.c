@@ -9,6 +9,8 @@ typedef struct {
     int coll;
     int64_t p_lo, p_hi;        /* p in [p_lo, p_hi) */
     int64_t b_lo, b_hi;        /* bytes in [b_lo, b_hi) */
+    int64_t n_lo, n_hi;        /* nodes in [n_lo, n_hi) */
+    int64_t k_lo, k_hi;        /* ppn (the largest node's ranks) in [k_lo, k_hi) */
     signed char commutative, inplace, pow2; /* -1: either; 0 or 1: must be */
     int fallback;
     sched_choice choice;
@@ -158,7 +160,8 @@ static int parse_rule(reader *rd, const sched_lib *lib, char *line, rule *r)
     for (char *save, *tok = strtok_r(line, " \t\r", &save); tok && n < 64; tok = strtok_r(NULL, " \t\r", &save))
         w[n++] = tok;
     if (n == 0) return 0;
-    *r = (rule){.p_hi = INT64_MAX, .b_hi = INT64_MAX, .commutative = -1, .inplace = -1, .pow2 = -1};
+    *r = (rule){.p_hi = INT64_MAX, .b_hi = INT64_MAX, .n_hi = INT64_MAX, .k_hi = INT64_MAX,
+                .commutative = -1, .inplace = -1, .pow2 = -1};
     r->coll = collective_from_name(w[0]);
     if (r->coll < 0) {
         complain(rd, "unknown collective '%s'", w[0]);
@@ -175,19 +178,22 @@ static int parse_rule(reader *rd, const sched_lib *lib, char *line, rule *r)
             *slot[k] = (signed char)!neg;
         } else if (!strcmp(w[i], "fallback")) {
             r->fallback = 1;
-        } else if ((!strcmp(w[i], "p") || !strcmp(w[i], "bytes")) && i + 2 < n) {
+        } else if ((!strcmp(w[i], "p") || !strcmp(w[i], "bytes") || !strcmp(w[i], "nodes") || !strcmp(w[i], "ppn")) &&
+                   i + 2 < n) {
             int64_t v;
-            int is_p = w[i][0] == 'p';
-            int bad = number(w[i + 2], 0, is_p ? RULE_MAX_P : RULE_MAX_BYTES, &v);
+            int is_bytes = w[i][0] == 'b';
+            int64_t *lo = w[i][0] == 'b' ? &r->b_lo : w[i][0] == 'n' ? &r->n_lo : w[i][1] == 'p' ? &r->k_lo : &r->p_lo;
+            int64_t *hi = lo + 1; /* each range is {lo, hi} */
+            int bad = number(w[i + 2], 0, is_bytes ? RULE_MAX_BYTES : RULE_MAX_P, &v);
             if (bad == -2) {
                 char msg[160];
                 snprintf(msg, sizeof msg, "%.40s in a condition on %s is outside 0 .. %lld", w[i + 2], w[i],
-                         (long long)(is_p ? RULE_MAX_P : RULE_MAX_BYTES));
+                         (long long)(is_bytes ? RULE_MAX_BYTES : RULE_MAX_P));
                 complain(rd, "%s", msg);
                 return 0;
             }
-            if (bad || bound(w[i + 1], v, is_p ? &r->p_lo : &r->b_lo, is_p ? &r->p_hi : &r->b_hi)) {
-                complain(rd, "bad condition near '%s' (write p < 4, bytes >= 8192, ...)", w[i]);
+            if (bad || bound(w[i + 1], v, lo, hi)) {
+                complain(rd, "bad condition near '%s' (write p < 4, bytes >= 8192, nodes >= 2, ...)", w[i]);
                 return 0;
             }
             i += 2;
@@ -283,12 +289,32 @@ int rules_load_file(rule_table *t, const sched_lib *lib, const char *path, diag 
 
 /* ---- choosing ---- */
 
-static int matches(const rule *r, nbc_collective c, const compile_args *a)
+/* The call's number of nodes and its largest node's ranks (compile_args.node_of; without a
+ * map one node when the ranks share memory, else one node a rank, as the compiler sees it). */
+static void topology_shape(const compile_args *a, int64_t *nodes, int64_t *ppn)
+{
+    if (!a->node_of) {
+        *nodes = a->shared_memory ? 1 : a->p;
+        *ppn = a->shared_memory ? a->p : 1;
+        return;
+    }
+    *nodes = 0, *ppn = 0;
+    for (int64_t r = 0; r < a->p; r++)
+        if (a->node_of[r] + 1 > *nodes) *nodes = a->node_of[r] + 1;
+    for (int64_t j = 0; j < *nodes; j++) {
+        int64_t k = 0;
+        for (int64_t r = 0; r < a->p; r++) k += a->node_of[r] == j;
+        if (k > *ppn) *ppn = k;
+    }
+}
+
+static int matches(const rule *r, nbc_collective c, const compile_args *a, int64_t nodes, int64_t ppn)
 {
     int64_t bytes; /* larger than any bound a rule can state: just above them all */
     if (__builtin_mul_overflow(a->count, a->esize, &bytes) || bytes > RULE_MAX_BYTES) bytes = RULE_MAX_BYTES + 1;
     int pow2 = (a->p & (a->p - 1)) == 0;
     return r->coll == (int)c && a->p >= r->p_lo && a->p < r->p_hi && bytes >= r->b_lo && bytes < r->b_hi &&
+           nodes >= r->n_lo && nodes < r->n_hi && ppn >= r->k_lo && ppn < r->k_hi &&
            (r->commutative < 0 || r->commutative == !!a->commutative) &&
            (r->inplace < 0 || r->inplace == !!a->inplace) && (r->pow2 < 0 || r->pow2 == pow2);
 }
@@ -310,10 +336,12 @@ static int eligible(const sched_lib *lib, const sched_def *s, compile_args *a, d
 
 static const sched_def *by_rules(const sched_lib *lib, const rule_table *t, nbc_collective c, compile_args *a, diag *why)
 {
+    int64_t nodes, ppn;
+    topology_shape(a, &nodes, &ppn);
     for (int pass = 0; pass < 2; pass++) { /* the first matching rule, then the fallbacks */
         for (size_t i = 0; i < t->n; i++) {
             const rule *r = &t->r[i];
-            if (r->fallback != pass || !matches(r, c, a)) continue;
+            if (r->fallback != pass || !matches(r, c, a, nodes, ppn)) continue;
             select_apply_choice(&r->choice, a);
             if (why) diag_append(why, "  %s %s: %s\n", pass ? "fallback" : "rule", r->where, r->text);
             if (eligible(lib, r->choice.s, a, why)) return r->choice.s;
@@ -334,7 +362,7 @@ static const sched_def *by_model(const sched_lib *lib, const sim_model *m, nbc_c
         if (!s->collective || strcmp(s->collective, collective_names[c]) != 0) continue;
         if (!eligible(lib, s, a, NULL)) continue;
         sim_args sa = {.p = a->p, .count = a->count, .esize = a->esize, .root = a->root, .inplace = a->inplace,
-                       .commutative = a->commutative};
+                       .commutative = a->commutative, .shared_memory = a->shared_memory, .node_of = a->node_of};
         sim_result res;
         diag d;
         diag_init(&d);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "env.h"
 #include "state.h"
@@ -18,6 +19,46 @@ static long local_ranks(void)
         uint64_t n;
         if (env_uint(vars[i], 0, 1u << 30, &n, NULL, 0) == 0 && n > 0) return (long)n;
     }
+    return 0;
+}
+
+/* Which node this process is on, as a hash of the node's name: by default the host's name
+ * (what MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) goes by in MPICH and Open MPI). NBC_NODE_MAP
+ * names the node of every rank of MPI_COMM_WORLD instead, a comma-separated list in rank order
+ * (any labels: "a,a,b,b", "0,1,0,1"): a topology for testing on one machine, or a finer one
+ * (a socket a node). Communicators learn their ranks' nodes from these (comm.c). */
+static int node_key(uint64_t *key, char *err, size_t errsize)
+{
+    const char *map;
+    if (env_text("NBC_NODE_MAP", &map, err, errsize)) return -1;
+    char name[256] = "";
+    if (!map) {
+        if (gethostname(name, sizeof name - 1) != 0) strcpy(name, "localhost");
+        *key = XXH3_64bits(name, strlen(name));
+        return 0;
+    }
+    int world = 0, me = 0, n = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    const char *at = map, *mine = NULL;
+    size_t len = 0;
+    for (;;) { /* entry n is [at, comma) */
+        const char *comma = strchr(at, ',');
+        size_t l = comma ? (size_t)(comma - at) : strlen(at);
+        if (l == 0) {
+            snprintf(err, errsize, "NBC_NODE_MAP: entry %d is empty (want one node name a rank, comma-separated)", n);
+            return -1;
+        }
+        if (n == me) mine = at, len = l;
+        n++;
+        if (!comma) break;
+        at = comma + 1;
+    }
+    if (n != world) {
+        snprintf(err, errsize, "NBC_NODE_MAP: names %d ranks, MPI_COMM_WORLD has %d", n, world);
+        return -1;
+    }
+    *key = XXH3_64bits(mine, len);
     return 0;
 }
 
@@ -43,7 +84,8 @@ int settings_read(void)
               env_text("NBC_SCHEDULE_PATH", &s->schedule_path, err, sizeof err) ||
               env_text("NBC_TUNING", &s->tuning, err, sizeof err) ||
               env_text("NBC_MODEL_FILE", &s->model_file, err, sizeof err) ||
-              env_text("NBC_SELECT", &s->select, err, sizeof err);
+              env_text("NBC_SELECT", &s->select, err, sizeof err) ||
+              node_key(&s->node_key, err, sizeof err);
     for (int c = 0; c < COLL_COUNT_ && !bad; c++) {
         char var[64] = "NBC_"; /* NBC_ALLREDUCE, NBC_REDUCE_SCATTER, ... */
         for (const char *n = collective_names[c]; *n; n++) {

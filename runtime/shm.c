@@ -75,6 +75,7 @@ static const char *const left_reason[] = {
 typedef struct {          /* what ranks tell each other when a communicator attaches */
     uint64_t nonce, bytes, block_off;
     uint64_t nonce_at;    /* where the nonce is in its process: a peer reads it through the kernel */
+    uint64_t node;        /* its node key (settings.c): ranks on several nodes share nothing */
     int32_t pid, fd, ok, pad;
 } hello;
 
@@ -227,7 +228,8 @@ static int attach_start(comm_state *cs, struct nbc_req *r)
         memset(nbc_rt.shm.base + off, 0, CHANNELS * sizeof(pub_line) + sizeof(uint64_t));
         for (int c = 0; c < CHANNELS; c++) memset(nbc_rt.shm.base + off + channel_at(p, c), 0, header_bytes(p));
     }
-    sc->mine = (hello){nbc_rt.shm.nonce, nbc_rt.shm.bytes, off, (uint64_t)(uintptr_t)&nbc_rt.shm.nonce, getpid(), nbc_rt.shm.fd, off != 0, 0};
+    sc->mine = (hello){nbc_rt.shm.nonce, nbc_rt.shm.bytes, off, (uint64_t)(uintptr_t)&nbc_rt.shm.nonce,
+                       nbc_rt.env.node_key, getpid(), nbc_rt.shm.fd, off != 0, 0};
     sc->state = HELLO;
     /* whichever call gets here first (on another rank another call may), the messages carry
      * the tag kept for them */
@@ -254,6 +256,7 @@ static int map_all(comm_state *cs, struct shm_comm *sc)
     if (!all) return 0; /* this rank does not share (NBC_SHM=0, not on one node, no segment) */
     for (int q = 0; q < cs->size; q++) {
         const hello *h = &sc->hellos[q];
+        if (h->node != sc->mine.node) return 0; /* (NBC_NODE_MAP may split one host) */
         sc->map[q] = h->ok && q != cs->rank ? map_peer(h) : NULL;
         sc->seg[q] = !h->ok ? NULL : q == cs->rank ? nbc_rt.shm.base : sc->map[q] ? sc->map[q]->base : NULL;
         sc->bytes[q] = h->bytes;

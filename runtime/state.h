@@ -32,6 +32,8 @@ typedef struct {
     const char *schedule_path, *tuning, *model_file, *select; /* NULL when unset */
     const char *forced[COLL_COUNT_];     /* NBC_ALLREDUCE and its siblings */
     long local_ranks;                    /* ranks on this node, as the launcher says; 0: unknown */
+    uint64_t node_key;                   /* this process's node: a hash of its name (NBC_NODE_MAP,
+                                            or the host's) */
 } nbc_settings;
 
 /* A forced schedule, with what its calls' cache keys need computed once, off the call path. */
@@ -72,6 +74,7 @@ typedef struct {
         comm_state *last_state;
         int duplicating;             /* communicators whose duplication is under way */
         int duplicating_app;         /* of them, duplications of an application's communicator */
+        int learning;                /* communicators whose node map is being exchanged */
     } comms;
     struct { /* request.c */
         struct nbc_req *active, *active_tail; /* by priority */
