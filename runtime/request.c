@@ -254,6 +254,7 @@ static int ended(struct nbc_req *r)
         failure_describe(r);
     }
     shm_end(r);
+    nbc_rt.reqs.last_ran = r->st.prog;
     return INTERP_DONE;
 }
 

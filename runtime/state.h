@@ -81,6 +81,7 @@ typedef struct {
         struct nbc_req *pool;        /* released requests, kept for reuse */
         struct nbc_req *live;        /* every request the application holds */
         int pooled, nactive;
+        const nbc_program *last_ran; /* the program of the start that ended last (tests read its name) */
     } reqs;
     struct { /* programs.c */
         sched_lib *lib;
