@@ -219,7 +219,7 @@ static void tuning_files(void)
                          "allreduce bytes < 9 -> segmented_ring:segsz=4\nneighbor_alltoall -> ring\nallreduce p < 4 ring\n";
     size_t before = rules_count(rules);
     int rc = rules_add(rules, lib, "my.rules", broken, strlen(broken), 0, &d);
-    const char *want = "my.rules:3: error: bad condition near 'p' (write p < 4, bytes >= 8192, ...)\n"
+    const char *want = "my.rules:3: error: bad condition near 'p' (write p < 4, bytes >= 8192, nodes >= 2, ...)\n"
                        "my.rules:4: error: no allreduce schedule is named 'no_such'\n"
                        "my.rules:5: error: the schedule has no parameter 'segsz'\n"
                        "my.rules:6: error: unknown collective 'neighbor_alltoall'\n"
@@ -242,6 +242,39 @@ static void tuning_files(void)
     other = choose(COLL_ALLREDUCE, 4, 2, 8, 1, NULL);
     result(rc == 0 && !strcmp(got, "ring") && !strcmp(other, "recursive_doubling"),
            "a replacing tuning file keeps the built-in fallbacks", "rc %d, got %s and %s", rc, got, other);
+    diag_free(&d);
+}
+
+/* `nodes` and `ppn` read the call's node map; without one, one node a rank (or one node when
+ * the ranks share memory). */
+static void topology_rules(void)
+{
+    diag d;
+    diag_init(&d);
+    rule_table *t = rules_create();
+    const char *text = "allreduce nodes >= 2 ppn >= 2 -> ring\nallreduce -> recursive_doubling\n";
+    int rc = rules_add(t, lib, "nodes.rules", text, strlen(text), 0, &d);
+    static const int64_t two_by_two[] = {0, 0, 1, 1}, cyclic[] = {0, 1, 0, 1}, apart[] = {0, 1, 2, 3}, uneven[] = {0, 0, 0, 1};
+    const int64_t *maps[] = {two_by_two, cyclic, apart, uneven, NULL, NULL};
+    const char *want[] = {"allreduce_ring", "allreduce_ring", "allreduce_recursive_doubling", "allreduce_ring",
+                          "allreduce_recursive_doubling", "allreduce_recursive_doubling"};
+    int ok = rc == 0;
+    char got[256] = "";
+    for (int i = 0; i < 6; i++) {
+        compile_args a = {.p = 4, .count = 1000, .esize = 8, .commutative = 1, .node_of = maps[i], .shared_memory = i == 5};
+        const sched_def *s = select_choose(lib, t, SELECT_RULES, NULL, COLL_ALLREDUCE, &a, NULL);
+        ok &= s && !strcmp(s->name, want[i]);
+        snprintf(got + strlen(got), sizeof got - strlen(got), " %s", s ? s->name : "(none)");
+    }
+    result(ok, "rules' nodes and ppn conditions read the node map", "rc %d, got%s", rc, got);
+    const char *bad = "allreduce nodes << 2 -> ring\nallreduce ppn >= x -> ring\n";
+    diag_clear(&d);
+    rc = rules_add(t, lib, "bad.rules", bad, strlen(bad), 0, &d);
+    const char *msgs = "bad.rules:1: error: bad condition near 'nodes' (write p < 4, bytes >= 8192, nodes >= 2, ...)\n"
+                       "bad.rules:2: error: bad condition near 'ppn' (write p < 4, bytes >= 8192, nodes >= 2, ...)\n";
+    result(rc != 0 && d.text && !strcmp(d.text, msgs), "a bad nodes or ppn condition is file:line: message", "%s",
+           d.text ? d.text : "");
+    rules_destroy(t);
     diag_free(&d);
 }
 
@@ -309,6 +342,7 @@ int main(void)
     fallbacks();
     fixed_count_rules();
     model_mode();
+    topology_rules();
     tuning_files();
     rules_destroy(rules);
     lib_destroy(lib);
