@@ -504,6 +504,15 @@ static void needs_shared_memory(ev *e, const node *at)
     if (!e->args->shared_memory) fail(e, at->at, "needs ranks that share memory: requires shared_memory");
 }
 
+/* Memory is shared inside a node only: a flag or a buffer of a rank on another node is an error. */
+static void same_node(ev *e, loc at, int64_t peer)
+{
+    int64_t mine = node_of(e, e->args->rank), theirs = node_of(e, peer);
+    if (mine != theirs)
+        fail(e, at, "rank %lld is on node %lld and rank %lld on node %lld: memory is shared inside a node only",
+             (long long)peer, (long long)theirs, (long long)e->args->rank, (long long)mine);
+}
+
 /* PROG_SHARED: a flag or any peer operand; PROG_AGREE: a peer's send or receive buffer, which
  * exists only once the runtime's agreement has published it (a peer's shared scratch does not
  * need that). */
@@ -536,6 +545,7 @@ static void emit(ev *e, const node *at, int op, int32_t peer, const value *a, co
             fail(e, at->at, "one instruction can name the buffers of one other rank");
         needs_shared_memory(e, at);
         peer = a->peer >= 0 ? a->peer : b->peer;
+        same_node(e, at->at, peer);
         if (a->peer >= 0) aslot |= SLOT_PEER;
         if (b && b->peer >= 0) bslot |= SLOT_PEER;
     }
@@ -593,6 +603,7 @@ static void instruction(ev *e, const node *n)
             fail(e, n->a->at, "%s to rank %lld: it must be another rank, in 0..%lld", what[n->kind], (long long)peer,
                  (long long)(e->args->p - 1));
         needs_shared_memory(e, n);
+        same_node(e, n->a->at, peer);
         nbc_insn in = {.op = n->kind == N_SIGNAL ? OP_SIGNAL : OP_WAIT, .peer = (int32_t)peer};
         push(e, n, &in);
         return;
@@ -1068,9 +1079,21 @@ int compile_check(const sched_lib *lib, const sched_def *s, const compile_args *
     return rc;
 }
 
+/* Whether any instruction names this rank's own shared scratch. */
+static int uses_own_shared(const ev *e)
+{
+    for (size_t i = 0; i < e->n; i++)
+        for (int k = 0; k < 3; k++)
+            if ((prog_operands(e->insns[i].op) >> k & 1) && prog_operand_slot(&e->insns[i], k) == SLOT_SHARED) return 1;
+    return 0;
+}
+
 static nbc_program *assemble(ev *e, const sched_def *s)
 {
     int64_t es = e->args->esize;
+    /* a rank alone on its node declares its node's shared scratch like the others, and no one
+     * names it: it has none */
+    if (!e->shared && e->shared_elems && !uses_own_shared(e)) e->shared_elems = 0;
     /* scratch is below INT64_MAX / 2 bytes and rtmp within a buffer: checked all the same */
     int64_t scratch = mul(e, s->at, add(e, s->at, e->scratch, e->rtmp), es);
     size_t bytes = prog_size((uint32_t)e->n, (uint32_t)e->nrounds);

@@ -22,8 +22,9 @@ typedef struct {
     int64_t esize;       /* bytes per element (the datatype's extent) */
     int inplace;         /* sendbuf is the receive buffer */
     int commutative;     /* the op is commutative */
-    int shared_memory;   /* every rank of the communicator can map the others' memory: a
-                            schedule may name their buffers (sendbuf@r) and signal and wait */
+    int shared_memory;   /* the ranks of each node (node_of; without it, every rank) can map
+                            each other's memory: a schedule may name their buffers (sendbuf@r)
+                            and signal and wait, inside its node only */
     int64_t root;
     int64_t nbufs;       /* buffers of a multi-buffer call; 0 or 1 otherwise: see bufs() */
     uint64_t max_steps;  /* bound on loop iterations plus instructions; 0: the default */

@@ -397,9 +397,47 @@ static int check_vector_call(const vcall *vcl, int size, int rank, int64_t *spac
  * runs when the ranks' agreement declines (a buffer not from nbc_alloc_mem). Without a shared
  * program (a forced schedule of messages, or allreduce_shm refusing the call) only the
  * messages' one. */
+/* The messages' program of a call that may run through shared memory: the forced schedule's
+ * or the rules', and the rules' when the forced one cannot serve it (it needs shared memory). */
+static int messages_program(nbc_collective coll, const compile_args *args, cache_entry **out)
+{
+    int rc = programs_for_call(coll, args, NULL, out);
+    const forcing *f = &nbc_rt.sel.forced[coll];
+    if (rc == MPI_SUCCESS || !f->ch.s) return rc;
+    compile_args one_node = *args; /* is it a schedule of one node's shared memory (allreduce_shm)? */
+    one_node.shared_memory = 1;
+    one_node.node_of = NULL;
+    select_apply_choice(&f->ch, &one_node);
+    diag d;
+    diag_init(&d);
+    int shared = compile_check(nbc_rt.sel.lib, f->ch.s, &one_node, &d) == COMPILE_OK;
+    diag_free(&d);
+    if (!shared) return rc; /* the forced schedule cannot serve the call: its error stands */
+    nbc_clear_error();
+    return programs_for_call(coll, args, "", out); /* what the rules choose */
+}
+
+/* The programs of a call on ranks of several nodes, some with several ranks: the messages'
+ * one (which the rules choose with the node map) and, where it serves the call, the
+ * two-level one through each node's stage (allreduce_nodes_stage; no agreement on buffers,
+ * which would have to span the nodes). */
+static int node_programs(nbc_collective coll, const compile_args *args, cache_entry **progs)
+{
+    int rc = messages_program(coll, args, &progs[RUN_MESSAGES]);
+    if (rc != MPI_SUCCESS) return rc;
+    compile_args shared = *args;
+    shared.shared_memory = 1;
+    if (programs_for_call(coll, &shared, "allreduce_nodes_stage", &progs[RUN_SHARED]) != MPI_SUCCESS) {
+        progs[RUN_SHARED] = NULL; /* its preconditions (a large vector, an op that does not commute) */
+        nbc_clear_error();
+    }
+    return MPI_SUCCESS;
+}
+
 static int shared_programs(nbc_collective coll, compile_args *args, cache_entry **progs)
 {
     int rc;
+    if (args->node_of) return node_programs(coll, args, progs);
     compile_args shared = *args;
     shared.shared_memory = 1;
     if (nbc_rt.sel.forced[coll].ch.s) {
@@ -627,22 +665,30 @@ int call_reselect(struct nbc_req *r)
     compile_args args = {.p = cs->size, .rank = cs->rank, .count = r->sig.count, .esize = r->sig.esize,
                          .inplace = r->shape & 1, .commutative = r->shape >> 1 & 1, .root = r->sig.root,
                          .nbufs = r->shape >> 2, .node_of = cs->node_of};
-    /* beside a shared program, the messages' one is the rules' choice (shared_programs) */
-    const char *spec = r->progs[RUN_SHARED] && nbc_rt.sel.forced[r->sig.coll].ch.s ? "" : NULL;
-    cache_entry *fresh;
-    int rc = programs_for_call((nbc_collective)r->sig.coll, &args, spec, &fresh);
+    /* a call that may share memory gets the node's programs (shared_programs); the others
+     * what the rules choose */
+    cache_entry *fresh[RUN_CHOICES] = {NULL};
+    nbc_collective coll = (nbc_collective)r->sig.coll;
+    int rc = r->progs[RUN_SHARED] ? node_programs(coll, &args, fresh) : programs_for_call(coll, &args, NULL, &fresh[RUN_MESSAGES]);
     if (rc != MPI_SUCCESS) return rc;
-    const nbc_program *prog = cache_entry_program(fresh);
-    if (req_fit(r, prog->scratch, (int)prog->max_round_comms) != MPI_SUCCESS) {
-        cache_release(nbc_rt.sel.programs, fresh);
+    size_t scratch = 0;
+    int comms = 0;
+    for (int i = 0; i < RUN_CHOICES; i++) {
+        const nbc_program *p = fresh[i] ? cache_entry_program(fresh[i]) : NULL;
+        if (p && p->scratch > scratch) scratch = p->scratch;
+        if (p && (int)p->max_round_comms > comms) comms = (int)p->max_round_comms;
+    }
+    if (req_fit(r, scratch, comms) != MPI_SUCCESS) {
+        cache_release_each(nbc_rt.sel.programs, fresh, RUN_CHOICES);
         return nbc_fail(MPI_ERR_NO_MEM, "out of memory");
     }
-    if (r->st.prog == cache_entry_program(r->progs[RUN_MESSAGES])) r->st.prog = prog;
-    cache_release(nbc_rt.sel.programs, r->progs[RUN_MESSAGES]);
-    r->progs[RUN_MESSAGES] = fresh;
+    cache_release_each(nbc_rt.sel.programs, r->progs, RUN_CHOICES);
+    memcpy(r->progs, fresh, sizeof fresh);
+    r->st.prog = cache_entry_program(r->progs[RUN_MESSAGES]); /* (shm_agree may choose another) */
     if (nbc_rt.env.trace > 1)
-        fprintf(stderr, "nbc: trace: rank %d of %d: %s call chosen again with the node map (%d nodes): %s\n", cs->rank,
-                cs->size, collective_names[r->sig.coll], cs->nodes, prog->name);
+        fprintf(stderr, "nbc: trace: rank %d of %d: %s call chosen again with the node map (%d nodes): %s%s%s\n", cs->rank,
+                cs->size, collective_names[coll], cs->nodes, r->st.prog->name, fresh[RUN_SHARED] ? ", or through shared memory " : "",
+                fresh[RUN_SHARED] ? cache_entry_program(fresh[RUN_SHARED])->name : "");
     return MPI_SUCCESS;
 }
 

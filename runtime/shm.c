@@ -86,6 +86,7 @@ typedef struct {          /* what ranks tell each other when a communicator atta
 typedef struct retired {
     uint64_t off;
     int p;
+    uint64_t mates;       /* the ranks that map it: those whose bits it waits for */
     shm_map **map;        /* [p]: the peers' processes */
     struct retired *next;
 } retired;
@@ -98,6 +99,8 @@ enum { MAPPED_ALL = 1, REACHED_ALL = 2 }; /* a rank's answer */
 
 struct shm_comm {
     int state;
+    int one_node;         /* every rank is on this node: the one-node programs may run */
+    uint64_t mates;       /* the ranks on this rank's node, this one included (bit q) */
     int taking_part;      /* this rank mapped every peer and has not failed: it may publish */
     int by_kernel;        /* every rank reaches every other's memory through the kernel */
     hello mine, *hellos;
@@ -192,8 +195,7 @@ void shm_sweep_retired(void)
 {
     for (retired **at = &nbc_rt.shm.retired; *at;) {
         retired *b = *at;
-        uint64_t all = b->p == 64 ? ~0ull : (1ull << b->p) - 1;
-        uint64_t missing = all & ~__atomic_load_n(detached_of(nbc_rt.shm.base + b->off), __ATOMIC_ACQUIRE);
+        uint64_t missing = b->mates & ~__atomic_load_n(detached_of(nbc_rt.shm.base + b->off), __ATOMIC_ACQUIRE);
         for (int q = 0; q < b->p; q++)
             if ((missing >> q & 1) && b->map[q] && process_exited(b->map[q])) missing &= ~(1ull << q);
         if (missing) {
@@ -247,16 +249,22 @@ static int reach_peer(const hello *h)
     return process_vm_readv(h->pid, &local, 1, &remote, 1, 0) == (ssize_t)sizeof nonce && nonce == h->nonce;
 }
 
-/* Maps every peer's segment: MAPPED_ALL when all could be, REACHED_ALL when the kernel can
- * reach all their memory too. */
+/* Maps the segment of every peer on this rank's node (its node key: ranks on other nodes
+ * share nothing): MAPPED_ALL when all could be, REACHED_ALL when the kernel can reach all
+ * their memory too. */
 static int map_all(comm_state *cs, struct shm_comm *sc)
 {
     int all = sc->mine.ok, reached = nbc_rt.shm.kernel;
     sc->hellos[cs->rank] = sc->mine;
-    if (!all) return 0; /* this rank does not share (NBC_SHM=0, not on one node, no segment) */
+    if (!all) return 0; /* this rank does not share (NBC_SHM=0, alone on its node, no segment) */
+    sc->one_node = 1;
     for (int q = 0; q < cs->size; q++) {
         const hello *h = &sc->hellos[q];
-        if (h->node != sc->mine.node) return 0; /* (NBC_NODE_MAP may split one host) */
+        if (h->node != sc->mine.node) { /* (NBC_NODE_MAP may split one host) */
+            sc->one_node = 0;
+            continue;
+        }
+        sc->mates |= 1ull << q;
         sc->map[q] = h->ok && q != cs->rank ? map_peer(h) : NULL;
         sc->seg[q] = !h->ok ? NULL : q == cs->rank ? nbc_rt.shm.base : sc->map[q] ? sc->map[q]->base : NULL;
         sc->bytes[q] = h->bytes;
@@ -279,6 +287,11 @@ static void set_up_channels(struct shm_comm *sc, int p, int me)
     for (int c = 0; c < CHANNELS; c++) {
         interp_shared *sh = &sc->chan[c];
         for (int q = 0; q < p; q++) {
+            if (!sc->block[q]) { /* on another node: no program names it (the compiler's check) */
+                sh->peer_base[q][SLOT_SHARED] = NULL;
+                sh->raise[q] = NULL, sh->seen[q] = sh->left[q] = sh->peer_bytes[q] = NULL;
+                continue;
+            }
             sh->peer_base[q][SLOT_SHARED] = sc->block[q] + stage_at(p, c);
             sh->raise[q] = flag_of(sc->block[me], p, c, q);
             sh->seen[q] = flag_of(sc->block[q], p, c, me);
@@ -318,6 +331,15 @@ static int attach(comm_state *cs, struct nbc_req *r)
         if (!(sc->mapped_all[q] & MAPPED_ALL)) sc->state = SHM_OFF;
         if (!(sc->mapped_all[q] & REACHED_ALL)) sc->by_kernel = 0;
     }
+    /* several nodes: only the stage's programs (shm_agree), and only where some node has
+     * several ranks (every rank sees every hello, so all decide alike) */
+    if (!sc->one_node) {
+        sc->by_kernel = 0;
+        int shared_node = 0;
+        for (int q = 0; q < cs->size && !shared_node; q++)
+            for (int t = q + 1; t < cs->size && !shared_node; t++) shared_node = sc->hellos[q].node == sc->hellos[t].node;
+        if (!shared_node) sc->state = SHM_OFF;
+    }
     sc->taking_part = sc->state == ATTACHED;
     if (sc->state == ATTACHED) set_up_channels(sc, cs->size, cs->rank);
     return 1;
@@ -334,9 +356,10 @@ void shm_comm_free(comm_state *cs)
         }
     if (sc->state == ATTACHED) { /* this rank lets go of every rank's block; its own waits for the others */
         retired *b = malloc(sizeof *b);
-        for (int q = 0; q < cs->size; q++) __atomic_fetch_or(detached_of(sc->block[q]), 1ull << cs->rank, __ATOMIC_RELEASE);
+        for (int q = 0; q < cs->size; q++)
+            if (sc->block[q]) __atomic_fetch_or(detached_of(sc->block[q]), 1ull << cs->rank, __ATOMIC_RELEASE);
         if (b) {
-            *b = (retired){sc->mine.block_off, cs->size, sc->map, nbc_rt.shm.retired};
+            *b = (retired){sc->mine.block_off, cs->size, sc->mates, sc->map, nbc_rt.shm.retired};
             sc->map = NULL;
             nbc_rt.shm.retired = b;
         }
@@ -536,8 +559,8 @@ static int peer_exited(const struct shm_comm *sc, int p)
 static int take_stage(struct shm_comm *sc, const struct nbc_req *r, int c)
 {
     int p = r->cs->size, before = channel_before(c);
-    for (int q = 0; q < p; q++)
-        if (__atomic_load_n(ended_of(sc->block[q], p, before), __ATOMIC_ACQUIRE) < sc->stage_last[c] &&
+    for (int q = 0; q < p; q++) /* (the ranks of other nodes never read it) */
+        if (sc->block[q] && __atomic_load_n(ended_of(sc->block[q], p, before), __ATOMIC_ACQUIRE) < sc->stage_last[c] &&
             __atomic_load_n(&pub_of(sc->block[q], c)->done, __ATOMIC_ACQUIRE) < sc->stage_last[c])
             return 0;
     sc->stage_last[c] = r->seq + 1;
@@ -640,7 +663,11 @@ int shm_agree(struct nbc_req *r)
     }
     if (rc == 0) return 0;
     struct shm_comm *sc = cs->shm;
-    if (sc->state == SHM_OFF) return choose(r, RUN_MESSAGES, "a rank cannot share memory with all the others");
+    if (sc->state == SHM_OFF) return choose(r, RUN_MESSAGES, "no two ranks share memory, or one cannot (NBC_SHM=0, a segment its node cannot map)");
+    /* several nodes: the node programs (calls.c's node_programs) need no agreement on buffers,
+     * which would have to span the nodes */
+    if (!sc->one_node && (r->progs[RUN_DIRECT] || (cache_entry_program(r->progs[RUN_SHARED])->flags & PROG_AGREE)))
+        return choose(r, RUN_MESSAGES, "the ranks are on several nodes");
     int c = (int)(r->seq % CHANNELS);
     if (r->shm_chan < 0 && channel_busy(r)) return 0;
     r->shm_chan = c;

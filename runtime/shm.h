@@ -36,7 +36,7 @@ struct shm_map {          /* a peer's process and segment, mapped here once for 
     shm_map *next;
 };
 typedef struct {
-    int enabled;          /* NBC_SHM, and the launcher says every rank is on this node */
+    int enabled;          /* NBC_SHM */
     int kernel;           /* NBC_SHM_KERNEL: peers' private buffers may be reached through the kernel */
     uint64_t bytes;       /* NBC_SHM_BYTES: the segment's size (address space; pages come when touched) */
     int fd;               /* the segment: a memfd, -1 until first needed */
@@ -57,7 +57,8 @@ typedef struct {
 int shm_init(void);
 
 /* Whether a call may take the shared path: an allreduce on a communicator of 2 ..
- * NBC_SHM_MAX_RANKS ranks, all on this node. The same answer on every rank of the call. */
+ * NBC_SHM_MAX_RANKS ranks (attaching learns which of them share a node). The same answer on
+ * every rank of the call. */
 int shm_eligible(const struct comm_state *cs, int coll);
 
 /* The agreement of a request that has a shared program (r->progs[RUN_SHARED]): 0 while it

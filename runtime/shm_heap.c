@@ -166,9 +166,8 @@ int shm_init(void)
         env_uint("NBC_SHM_BYTES", fit > (64u << 20) ? fit : 64u << 20, 1ull << 46, &bytes, err, sizeof err))
         return nbc_fail(MPI_ERR_ARG, "%s", err);
     if (bytes < (1u << 20)) return nbc_fail(MPI_ERR_ARG, "NBC_SHM_BYTES: %llu is less than 1 MiB", (unsigned long long)bytes);
-    int world = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &world);
-    s->enabled = on && (world == 1 || nbc_rt.env.local_ranks == world);
+    /* which ranks share a node is learnt per communicator, from their node keys (shm.c) */
+    s->enabled = on;
     s->kernel = kernel;
     if (!s->base) s->bytes = bytes; /* a segment made before a re-initialization keeps its size */
     return MPI_SUCCESS;

@@ -28,7 +28,7 @@ static const char *const usage_dump =
     "  --noncommutative   the op is not commutative\n"
     "  --root R           the root of a rooted collective (default 0)\n"
     "  --no-shared-memory the ranks cannot map each other's memory (default: they can)\n"
-    "  --nodes N --ppn K  instead of --p: N nodes of K ranks (they share memory only when N = 1)\n"
+    "  --nodes N --ppn K  instead of --p: N nodes of K ranks (memory is shared inside each)\n"
     "  --node-sizes LIST  uneven nodes: 3,2,1 is 3 + 2 + 1 ranks\n"
     "  --placement P      block (a node's ranks consecutive, the default) or cyclic (round-robin)\n";
 

@@ -41,7 +41,7 @@ static const char *const usage_simulate =
     "  --rounds N       rows of the round table (default 64)\n"
     "  --param NAME=V   a value for one of the schedule's params (up to 4 times)\n"
     "  --nbufs N        buffers per rank of a multi-buffer collective (default 1)\n"
-    "  --nodes N --ppn K  instead of --p: N nodes of K ranks (they share memory only when N = 1)\n"
+    "  --nodes N --ppn K  instead of --p: N nodes of K ranks (memory is shared inside each)\n"
     "  --node-sizes LIST  uneven nodes: 3,2,1 is 3 + 2 + 1 ranks\n"
     "  --placement P    block (a node's ranks consecutive, the default) or cyclic (round-robin)\n";
 

@@ -117,7 +117,7 @@ void nbcc_topology_args(compile_args *a, const nbcc_topology *t)
 {
     a->p = t->p;
     a->node_of = t->node_of;
-    a->shared_memory = t->nodes == 1 && nbcc_shared_memory; /* shared memory spans one node */
+    a->shared_memory = nbcc_shared_memory; /* inside each node (the compiler refuses a flag or buffer across) */
 }
 
 void nbcc_topologies_free(nbcc_topology *t, size_t n)

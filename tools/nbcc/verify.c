@@ -40,7 +40,7 @@ static const char *const usage_verify =
     "  --nbufs LIST     buffers per rank of a multi-buffer collective (default 1,3; always in place)\n"
     "  --nodes LIST, --ppn LIST\n"
     "                   instead of --p: every topology of N nodes with K ranks each (lists as for\n"
-    "                   --p); the ranks share memory only when N = 1\n"
+    "                   --p); memory is shared inside each node\n"
     "  --node-sizes LIST  one topology of uneven nodes: 3,2,1 is 3 + 2 + 1 ranks\n"
     "  --placement P    ranks onto nodes: block (a node's ranks consecutive, the default), cyclic\n"
     "                   (round-robin over the nodes) or both\n"
