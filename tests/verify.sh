@@ -104,6 +104,19 @@ wait_unmatched unmatched wait: rank 1 finished without raising the matching sign
 signal_unwaited signal never waited for: rank 1 finished without waiting for it
 read_after_return reads rank 1's sendbuf elements \[0, 1\) after rank 1 may have returned
 EOF
+# shared memory inside each node of several: the stage's two-level allreduce, and a one-node
+# schedule refused across nodes
+for mode in "" --inplace; do
+    "$nbcc" verify allreduce_nodes_stage --nodes 1..4 --ppn 1..4 --placement both --counts 0,1,p-1,p+1,1001 $mode > "$tmp/out" 2>&1 &&
+        "$nbcc" verify allreduce_nodes_stage --node-sizes 3,2,1 --placement both --counts 0,1,5,1001 $mode > "$tmp/out" 2>&1 &&
+        "$nbcc" verify allreduce_nodes_stage --node-sizes 5,1,3,2,7 --placement both --counts 0,13,1001 $mode > "$tmp/out" 2>&1
+    check "allreduce_nodes_stage verifies on 1..4 nodes x 1..4 ranks, 3 + 2 + 1 and 5 + 1 + 3 + 2 + 7, both placements${mode:+, $mode}" \
+        $? "$(head -n 20 "$tmp/out")"
+done
+"$nbcc" verify allreduce_shm_small --nodes 2 --ppn 2 --counts 1 > "$tmp/out" 2>&1
+rc=$?
+grep -q "error: rank 2 is on node 1 and rank 0 on node 0: memory is shared inside a node only" "$tmp/out"
+check "a one-node shared schedule on 2 nodes is refused: memory is shared inside a node only" $((rc != 1 || $? != 0)) "exit $rc: $(head -n 5 "$tmp/out")"
 for p in 2 5; do
     "$nbcc" simulate allreduce_shm --p $p --bytes 64k > "$tmp/out" 2>&1 && grep -q "^0 messages" "$tmp/out" &&
         grep -q "^$((p * (p - 1))) signals through shared memory" "$tmp/out" && grep -q "^critical path: $((p - 1)) messages" "$tmp/out"
