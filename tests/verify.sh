@@ -62,20 +62,20 @@ for mode in "" --inplace; do
 done
 
 # ---- topologies: every map of 1..4 nodes x 1..4 ranks, host by host and round-robin, and uneven nodes ----
-"$nbcc" verify examples/barrier_nodes.nbs --nodes 1..4 --ppn 1..4 --placement both > "$tmp/out" 2>&1 &&
+"$nbcc" verify schedules/barrier_nodes.nbs --nodes 1..4 --ppn 1..4 --placement both > "$tmp/out" 2>&1 &&
     grep -q "ok, 25 runs (1..4 nodes x 1..4 ranks, block and cyclic placements" "$tmp/out" &&
-    "$nbcc" verify examples/barrier_nodes.nbs --node-sizes 3,2,1 --placement both > "$tmp/out" 2>&1
+    "$nbcc" verify schedules/barrier_nodes.nbs --node-sizes 3,2,1 --placement both > "$tmp/out" 2>&1
 check "the node-aware barrier verifies on 1..4 nodes x 1..4 ranks and on 3 + 2 + 1, both placements" $? "$(head -n 20 "$tmp/out")"
 for mode in "" --inplace; do
-    "$nbcc" verify examples/allreduce_nodes.nbs --nodes 1..4 --ppn 1..4 --placement both --counts 0,1,p-1,p+1,1001 $mode \
+    "$nbcc" verify schedules/allreduce_nodes.nbs --nodes 1..4 --ppn 1..4 --placement both --counts 0,1,p-1,p+1,1001 $mode \
         > "$tmp/out" 2>&1 &&
-        "$nbcc" verify examples/allreduce_nodes.nbs --node-sizes 3,2,1 --placement both --counts 0,1,5,7,1001 $mode > "$tmp/out" 2>&1 &&
-        "$nbcc" verify examples/allreduce_nodes.nbs --node-sizes 5,1,3,2,7 --placement both --counts 0,13,1001 $mode > "$tmp/out" 2>&1
+        "$nbcc" verify schedules/allreduce_nodes.nbs --node-sizes 3,2,1 --placement both --counts 0,1,5,7,1001 $mode > "$tmp/out" 2>&1 &&
+        "$nbcc" verify schedules/allreduce_nodes.nbs --node-sizes 5,1,3,2,7 --placement both --counts 0,13,1001 $mode > "$tmp/out" 2>&1
     check "the two-level allreduce verifies on 1..4 nodes x 1..4 ranks, 3 + 2 + 1 and 5 + 1 + 3 + 2 + 7, both placements${mode:+, $mode}" \
         $? "$(head -n 20 "$tmp/out")"
 done
 # two levels of cost: 2 x 2 ranks, 1 MiB, 2α_node + 2(N-1)α + 2(k-1)/L·nβ_node + 2(N-1)/N·n/L·β + 3/4·nγ
-"$nbcc" simulate examples/allreduce_nodes.nbs --nodes 2 --ppn 2 --placement cyclic --bytes 1m \
+"$nbcc" simulate schedules/allreduce_nodes.nbs --nodes 2 --ppn 2 --placement cyclic --bytes 1m \
     --model alpha=20e-6,beta=8e-9,gamma=1e-10,alpha_node=1e-6,beta_node=2e-10 > "$tmp/out" 2>&1
 grep -q "^time: 4.524662e-03 s" "$tmp/out" && grep -q "^  and inside a node: 2 messages (alpha_node)" "$tmp/out"
 check "simulate on 2 nodes x 2 prices messages inside a node apart: the two-level allreduce's closed form" $? "$(head -n 5 "$tmp/out")"
