@@ -155,16 +155,17 @@ cat <<'NODES'
 These schedules read the topology (`nodes`, `node(r)`, `node_rank(j, i)`, docs/language.md) and
 keep most messages inside a node: each node has a leader (its first rank, or the root in the
 root's node), and only leaders, or a few ranks a node, cross the network. Without a topology
-every rank is its own node, where each reduces to a flat algorithm. Compiled for 2^20 doubles
-(n = 8 MiB) on N nodes of k ranks placed node by node: the most rounds, and the most bytes any
-one rank sends to other nodes and inside its node; the time is `nbcc simulate`'s for 8 B and
-8 MiB with 1 Gbit/s links between nodes (α = 20 µs, β = 8 ns/B, γ = 0.1 ns/B) and shared memory
-inside them (α_node = 1 µs, β_node = 0.2 ns/B).
+every rank is its own node, and they become flat algorithms (a ring, a dissemination
+allreduce, binomial trees). Compiled for 2^20 doubles (n = 8 MiB) on N nodes of k ranks placed
+node by node: the most rounds, and the most bytes any one rank sends to other nodes and inside
+its node; the time is `nbcc simulate`'s for 8 B and 8 MiB with 1 Gbit/s links between nodes
+(α = 20 µs, β = 8 ns/B, γ = 0.1 ns/B) and shared memory inside them (α_node = 1 µs,
+β_node = 0.2 ns/B).
 
 | schedule | N × k | rounds | sent between nodes (MiB) | sent inside a node (MiB) | time, 8 B | time, 8 MiB |
 |---|---|---|---|---|---|---|
 NODES
-for name in allreduce_nodes; do
+for name in allreduce_nodes allreduce_nodes_small bcast_nodes reduce_nodes; do
     for t in "4 4" "16 8"; do
         set -- $t
         n=$1 k=$2
@@ -182,7 +183,20 @@ node and reduces it, the owners of slice i on all nodes run a ring allreduce on 
 rank of a node uses the network at once), and each owner sends its finished slice to the others
 of its node. Between nodes a rank sends 2(N-1)/N·n/L, in 2(N-1) messages.
 
-`barrier_nodes`, `bcast_nodes` and `reduce_nodes` are in the table below.
+`allreduce_nodes_small` (commutative ops) is for small vectors. Each node reduces to its leader
+along a binomial tree, the leaders run a dissemination allreduce, which takes ceil(log2 N)
+steps for any N (when N is not a power of two a leader also keeps the sum of its last few
+nodes, which goes along with its message in some steps), and each leader broadcasts the result
+along a binomial tree. Only one rank a node sends between nodes, n bytes a step (2n in a few
+steps when N is not a power of two).
+
+`bcast_nodes` sends the root's data along a binomial tree of the leaders rooted at the root,
+then along a binomial tree inside each node. `reduce_nodes` (commutative ops) reduces along a
+binomial tree inside each node to its leader, then along a binomial tree of the leaders to the
+root. Both cross the network ceil(log2 N) times along their deepest path, once a node.
+
+`barrier_nodes` (a dissemination barrier among the leaders), and the header lines of
+`bcast_nodes` and `reduce_nodes`, are in the table below.
 NODES
 
 cat <<'OTHER'
