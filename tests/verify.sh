@@ -62,23 +62,64 @@ for mode in "" --inplace; do
 done
 
 # ---- topologies: every map of 1..4 nodes x 1..4 ranks, host by host and round-robin, and uneven nodes ----
-"$nbcc" verify examples/barrier_nodes.nbs --nodes 1..4 --ppn 1..4 --placement both > "$tmp/out" 2>&1 &&
+"$nbcc" verify schedules/barrier_nodes.nbs --nodes 1..4 --ppn 1..4 --placement both > "$tmp/out" 2>&1 &&
     grep -q "ok, 25 runs (1..4 nodes x 1..4 ranks, block and cyclic placements" "$tmp/out" &&
-    "$nbcc" verify examples/barrier_nodes.nbs --node-sizes 3,2,1 --placement both > "$tmp/out" 2>&1
-check "the node-aware barrier verifies on 1..4 nodes x 1..4 ranks and on 3 + 2 + 1, both placements" $? "$(head -n 20 "$tmp/out")"
-for mode in "" --inplace; do
-    "$nbcc" verify examples/allreduce_nodes.nbs --nodes 1..4 --ppn 1..4 --placement both --counts 0,1,p-1,p+1,1001 $mode \
-        > "$tmp/out" 2>&1 &&
-        "$nbcc" verify examples/allreduce_nodes.nbs --node-sizes 3,2,1 --placement both --counts 0,1,5,7,1001 $mode > "$tmp/out" 2>&1 &&
-        "$nbcc" verify examples/allreduce_nodes.nbs --node-sizes 5,1,3,2,7 --placement both --counts 0,13,1001 $mode > "$tmp/out" 2>&1
-    check "the two-level allreduce verifies on 1..4 nodes x 1..4 ranks, 3 + 2 + 1 and 5 + 1 + 3 + 2 + 7, both placements${mode:+, $mode}" \
-        $? "$(head -n 20 "$tmp/out")"
+    "$nbcc" verify schedules/barrier_nodes.nbs --node-sizes 3,2,1 --placement both > "$tmp/out" 2>&1 &&
+    "$nbcc" verify schedules/barrier_nodes.nbs --node-sizes 5,1,3,2,7 --placement both > "$tmp/out" 2>&1
+check "the node-aware barrier verifies on 1..4 nodes x 1..4 ranks, 3 + 2 + 1 and 5 + 1 + 3 + 2 + 7, both placements" $? "$(head -n 20 "$tmp/out")"
+# the schedules with data: counts 0, 1, p-1, p+1 and 1001 on every topology, in place and not
+for name in allreduce_nodes allreduce_nodes_small bcast_nodes reduce_nodes; do
+    for mode in "" --inplace; do
+        "$nbcc" verify schedules/$name.nbs --nodes 1..4 --ppn 1..4 --placement both --counts 0,1,p-1,p+1,1001 $mode \
+            > "$tmp/out" 2>&1 &&
+            "$nbcc" verify schedules/$name.nbs --node-sizes 3,2,1 --placement both --counts 0,1,5,7,1001 $mode > "$tmp/out" 2>&1 &&
+            "$nbcc" verify schedules/$name.nbs --node-sizes 5,1,3,2,7 --placement both --counts 0,1,17,19,1001 $mode > "$tmp/out" 2>&1
+        check "$name verifies on 1..4 nodes x 1..4 ranks, 3 + 2 + 1 and 5 + 1 + 3 + 2 + 7, both placements${mode:+, $mode}" \
+            $? "$(head -n 20 "$tmp/out")"
+    done
+done
+# the rooted ones with every root: of each topology of 1..4 nodes x 1..4 ranks, of 3 + 2 + 1
+# and of 5 + 1 + 3 + 2 + 7
+for name in bcast_nodes reduce_nodes; do
+    for mode in "" --inplace; do
+        fails=""
+        for topo in "--nodes 1 --ppn 1" "--nodes 1 --ppn 2" "--nodes 1 --ppn 3" "--nodes 1 --ppn 4" \
+            "--nodes 2 --ppn 1" "--nodes 2 --ppn 2" "--nodes 2 --ppn 3" "--nodes 2 --ppn 4" \
+            "--nodes 3 --ppn 1" "--nodes 3 --ppn 2" "--nodes 3 --ppn 3" "--nodes 3 --ppn 4" \
+            "--nodes 4 --ppn 1" "--nodes 4 --ppn 2" "--nodes 4 --ppn 3" "--nodes 4 --ppn 4" \
+            "--node-sizes 3,2,1" "--node-sizes 5,1,3,2,7"; do
+            set -- $topo
+            case $1 in --nodes) np=$(($2 * $4)) ;; *) np=$(($(echo "$2" | tr ',' '+'))) ;; esac
+            r=0
+            while [ $r -lt $np ]; do
+                # shellcheck disable=SC2086
+                "$nbcc" verify schedules/$name.nbs $topo --placement both --counts 0,1,p-1,p+1,1001 --root $r $mode \
+                    > "$tmp/out" 2>&1 || fails="$fails [$topo root $r: $(head -n 3 "$tmp/out")]"
+                r=$((r + 1))
+            done
+        done
+        check "$name verifies with every root on 1..4 nodes x 1..4 ranks, 3 + 2 + 1 and 5 + 1 + 3 + 2 + 7, both placements${mode:+, $mode}" \
+            $([ -z "$fails" ]; echo $?) "$fails"
+    done
 done
 # two levels of cost: 2 x 2 ranks, 1 MiB, 2α_node + 2(N-1)α + 2(k-1)/L·nβ_node + 2(N-1)/N·n/L·β + 3/4·nγ
-"$nbcc" simulate examples/allreduce_nodes.nbs --nodes 2 --ppn 2 --placement cyclic --bytes 1m \
+"$nbcc" simulate schedules/allreduce_nodes.nbs --nodes 2 --ppn 2 --placement cyclic --bytes 1m \
     --model alpha=20e-6,beta=8e-9,gamma=1e-10,alpha_node=1e-6,beta_node=2e-10 > "$tmp/out" 2>&1
 grep -q "^time: 4.524662e-03 s" "$tmp/out" && grep -q "^  and inside a node: 2 messages (alpha_node)" "$tmp/out"
 check "simulate on 2 nodes x 2 prices messages inside a node apart: the two-level allreduce's closed form" $? "$(head -n 5 "$tmp/out")"
+# the other node-aware schedules on 4 nodes x 4 ranks, 1 MiB, against the closed forms of their
+# headers (N = k = 4: two steps inside a node, two between nodes; the barrier's tokens are 4 bytes)
+while read -r name want; do
+    "$nbcc" simulate schedules/$name.nbs --nodes 4 --ppn 4 --bytes 1m \
+        --model alpha=20e-6,beta=8e-9,gamma=1e-10,alpha_node=1e-6,beta_node=2e-10 > "$tmp/out" 2>&1
+    grep -q "^time: $want s" "$tmp/out"
+    check "simulate $name on 4 nodes x 4 equals its closed form ($want s)" $? "$(head -n 4 "$tmp/out")"
+done << 'EOF'
+allreduce_nodes_small 1.807951e-02
+bcast_nodes 1.723865e-02
+reduce_nodes 1.765808e-02
+barrier_nodes 4.406720e-05
+EOF
 "$nbcc" verify ring --nodes 2 --ppn 2 --p 4 > "$tmp/out" 2>&1
 rc=$?
 grep -q "^nbcc verify: --p, or a topology" "$tmp/out"
@@ -188,8 +229,10 @@ check "simulate prints the time, the critical path and the rounds (p = 16384)" $
 "$nbcc" simulate allreduce_ring --p 6 --bytes 4800 > "$tmp/out" 2>&1 &&
     grep -q "from the end back: rank [0-9]* round 9 <- message from rank" "$tmp/out"
 check "simulate shows the ranks and rounds of the critical path" $? "$(head -n 5 "$tmp/out")"
+# (without a topology every rank is a node, and allreduce_nodes_small is recursive doubling:
+# they tie, and the first in name order wins)
 "$nbcc" simulate --compare --p 2,4,16 --bytes 8,1m > "$tmp/out" 2>&1 &&
-    grep -q "^winner" "$tmp/out" && grep -qE "^ +16 \| +recursive_doubling" "$tmp/out"
+    grep -q "^winner" "$tmp/out" && grep -qE "^ +16 \| +(recursive_doubling|nodes_small) " "$tmp/out"
 check "simulate --compare names the winner of each cell" $? "$(head -n 10 "$tmp/out")"
 "$nbcc" simulate allreduce_ring --p 4 --bytes 4096 --model alpha=1,L=1 > "$tmp/out" 2>&1
 check "simulate rejects a model mixing alpha-beta and LogGP" $(($? != 2)) "$(cat "$tmp/out")"

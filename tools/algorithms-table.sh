@@ -131,6 +131,74 @@ waits. In place works unchanged, since round 0 has copied the input away; p = 1 
 and count 0 emits nothing, not even a flag.
 SHM
 
+# schedule nodes ppn: "max_rounds max_bytes_between_nodes max_bytes_inside" for 2^20 doubles,
+# ranks placed block by block (node of rank r: r / ppn)
+measure_nodes() {
+    "$NBCC" dump "$1" --nodes "$2" --ppn "$3" --count "$COUNT" --type double | awk -v k="$3" '
+        function done() { if (r > mr) mr = r; if (x > mx) mx = x; if (i > mi) mi = i }
+        /^schedule/ { done(); r = x = i = 0; match($0, /rank=[0-9]+/); me = substr($0, RSTART + 5, RLENGTH - 5) }
+        /^; / { r = $2 }
+        $3 == "SEND" { if (int($4 / k) == int(me / k)) i += $7; else x += $7 }
+        END { done(); print mr + 0, mx + 0, mi + 0 }'
+}
+# schedule nodes ppn bytes: the simulated time in the two-level model below
+simulate_nodes() {
+    "$NBCC" simulate "$1" --nodes "$2" --ppn "$3" --bytes "$4" \
+        --model alpha=20e-6,beta=8e-9,gamma=1e-10,alpha_node=1e-6,beta_node=2e-10 |
+        sed -n 's/^time: [^ ]* s (\(.*\)).*/\1/p'
+}
+
+cat <<'NODES'
+
+## Node-aware schedules
+
+These schedules read the topology (`nodes`, `node(r)`, `node_rank(j, i)`, docs/language.md) and
+keep most messages inside a node: each node has a leader (its first rank, or the root in the
+root's node), and only leaders, or a few ranks a node, cross the network. Without a topology
+every rank is its own node, and they become flat algorithms (a ring, a dissemination
+allreduce, binomial trees). Compiled for 2^20 doubles (n = 8 MiB) on N nodes of k ranks placed
+node by node: the most rounds, and the most bytes any one rank sends to other nodes and inside
+its node; the time is `nbcc simulate`'s for 8 B and 8 MiB with 1 Gbit/s links between nodes
+(α = 20 µs, β = 8 ns/B, γ = 0.1 ns/B) and shared memory inside them (α_node = 1 µs,
+β_node = 0.2 ns/B).
+
+| schedule | N × k | rounds | sent between nodes (MiB) | sent inside a node (MiB) | time, 8 B | time, 8 MiB |
+|---|---|---|---|---|---|---|
+NODES
+for name in allreduce_nodes allreduce_nodes_small bcast_nodes reduce_nodes; do
+    for t in "4 4" "16 8"; do
+        set -- $t
+        n=$1 k=$2
+        set -- $(measure_nodes "$name" "$n" "$k")
+        awk -v name="$name" -v n="$n" -v k="$k" -v r="$1" -v x="$2" -v i="$3" -v t8="$(simulate_nodes "$name" "$n" "$k" 8)" \
+            -v tn="$(simulate_nodes "$name" "$n" "$k" $N)" \
+            'BEGIN { printf "| %s | %d × %d | %d | %.2f | %.2f | %s | %s |\n", name, n, k, r, x / 1048576, i / 1048576, t8, tn }'
+    done
+done
+cat <<'NODES'
+
+`allreduce_nodes` (commutative ops) is for large vectors. It cuts the vector into L slices, L
+the smallest node's size; member i < L of each node gathers slice i from the others of its
+node and reduces it, the owners of slice i on all nodes run a ring allreduce on it (so every
+rank of a node uses the network at once), and each owner sends its finished slice to the others
+of its node. Between nodes a rank sends 2(N-1)/N·n/L, in 2(N-1) messages.
+
+`allreduce_nodes_small` (commutative ops) is for small vectors. Each node reduces to its leader
+along a binomial tree, the leaders run a dissemination allreduce, which takes ceil(log2 N)
+steps for any N (when N is not a power of two a leader also keeps the sum of its last few
+nodes, which goes along with its message in some steps), and each leader broadcasts the result
+along a binomial tree. Only one rank a node sends between nodes, n bytes a step (2n in a few
+steps when N is not a power of two).
+
+`bcast_nodes` sends the root's data along a binomial tree of the leaders rooted at the root,
+then along a binomial tree inside each node. `reduce_nodes` (commutative ops) reduces along a
+binomial tree inside each node to its leader, then along a binomial tree of the leaders to the
+root. Both cross the network ceil(log2 N) times along their deepest path, once a node.
+
+`barrier_nodes` (a dissemination barrier among the leaders), and the header lines of
+`bcast_nodes` and `reduce_nodes`, are in the table below.
+NODES
+
 cat <<'OTHER'
 
 ## The other collectives
