@@ -100,7 +100,8 @@ $(BUILD)/gen/lexer.c $(BUILD)/gen/lexer.h &: dsl/lexer.l | $(call DEPS,deps)
 	@mkdir -p $(BUILD)/gen
 	flex --header-file=$(BUILD)/gen/lexer.h -o $(BUILD)/gen/lexer.c $<
 
-$(BUILD)/gen/builtin_schedules.c: $(SCHEDULES) tools/embed-schedules.sh
+# (the folder too: its time changes when a schedule is added or removed, whatever the files' times)
+$(BUILD)/gen/builtin_schedules.c: $(SCHEDULES) schedules tools/embed-schedules.sh
 	@mkdir -p $(BUILD)/gen
 	sh tools/embed-schedules.sh nbc_builtin_schedules nbc_builtin_count $(SCHEDULES) > $@
 
