@@ -6,7 +6,8 @@
  * communicator is on one node.
  *
  *     NBC_NODE_MAP=a,a,b,b mpiexec -n 4 ./mpi_topology   (any map; without NBC_NODE_MAP the
- *                                                       hosts' names make the map)
+ *                                                       hosts' names make the map;
+ *                                                       NBC_PROGRESS_THREAD=1 too)
  *
  * The map the runtime should learn is worked out here: from NBC_NODE_MAP, parsed again, or from
  * the host names, gathered through nbc itself (nbc_iallgather). Expected results are computed
@@ -579,6 +580,60 @@ static void any_order(commd *c)
     }
 }
 
+/* Calls of one signature as the first on c, ranks learning its map at different moments: even
+ * ranks wait for each before starting the next (so the later ones are prepared with the map
+ * known, from the memo or the spare request), odd ranks start them all back to back (the later
+ * ones prepared before it, from the memo); every rank must run the same program, the rules'.
+ * Then a multi-buffer allreduce (nbc_iallreduce_multi: 3 buffers a rank), checked by its results. */
+static void uneven_knowledge(commd *c)
+{
+    enum { N = 3, NB = 3, COUNT = 1001 };
+    const char *name = name_of("%s: ranks that learn the map at different calls", c->name);
+    int *send[N], *recv[N], rc[N];
+    nbc_request req[N];
+    const char *prog[N];
+    for (int j = 0; j < N; j++) {
+        send[j] = buffer(MAGIC * sizeof(int));
+        recv[j] = buffer(MAGIC * sizeof(int));
+        fill(int_sum, send[j], c->me, MAGIC, j);
+    }
+    for (int j = 0; j < N; j++) {
+        rc[j] = nbc_iallreduce(send[j], recv[j], MAGIC, MPI_INT, MPI_SUM, c->comm, &req[j]);
+        if (c->me % 2 == 0) {
+            prog[j] = rc[j] == MPI_SUCCESS ? program_of(req[j]) : "(none)";
+            if (rc[j] == MPI_SUCCESS) rc[j] = nbc_wait(&req[j]);
+        }
+    }
+    for (int j = 0; j < N; j++) {
+        if (c->me % 2) {
+            prog[j] = rc[j] == MPI_SUCCESS ? program_of(req[j]) : "(none)";
+            if (rc[j] == MPI_SUCCESS) rc[j] = nbc_wait(&req[j]);
+        }
+        int64_t at = rc[j] == MPI_SUCCESS ? wrong(int_sum, recv[j], c->n, MAGIC, j) : -1;
+        check(rc[j] == MPI_SUCCESS && at < 0, name, "call %d: %s at %lld", j, rc[j] ? nbc_error_message() : "wrong", (long long)at);
+        const char *w = magic_choice(c, S_ALLREDUCE);
+        check(!w || rc[j] != MPI_SUCCESS || !strcmp(prog[j], w), name, "call %d ran %s, not %s", j, prog[j], w);
+        free(send[j]);
+        free(recv[j]);
+    }
+    work_out_map(c);
+    check_map(c);
+    void *bufs[NB];
+    for (int b = 0; b < NB; b++) {
+        bufs[b] = buffer(COUNT * sizeof(int));
+        fill(int_sum, bufs[b], c->me * NB + b, COUNT, 7);
+    }
+    nbc_request mreq;
+    int mrc = nbc_iallreduce_multi(bufs, NB, COUNT, MPI_INT, MPI_SUM, c->comm, &mreq);
+    if (mrc == MPI_SUCCESS) mrc = nbc_wait(&mreq);
+    const char *mname = name_of("%s: a multi-buffer allreduce", c->name);
+    for (int b = 0; b < NB; b++) {
+        int64_t at = mrc == MPI_SUCCESS ? wrong(int_sum, bufs[b], c->n * NB, COUNT, 7) : -1;
+        check(mrc == MPI_SUCCESS && at < 0, mname, "buffer %d: %s at %lld", b, mrc ? nbc_error_message() : "wrong", (long long)at);
+        free(bufs[b]);
+    }
+}
+
 static void on_alarm(int sig)
 {
     (void)sig;
@@ -610,7 +665,9 @@ static void subcomm(commd *c, const char *name, int color, int key, int full)
 
 int main(int argc, char **argv)
 {
-    MPI_Init(&argc, &argv);
+    /* NBC_PROGRESS_THREAD=1 runs the suite with the progress thread, which needs this */
+    int provided;
+    MPI_Init_thread(&argc, &argv, getenv("NBC_PROGRESS_THREAD") ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     signal(SIGALRM, on_alarm);
@@ -647,6 +704,10 @@ int main(int argc, char **argv)
     dup.name = "world's duplicate";
     MPI_Comm_dup(MPI_COMM_WORLD, &dup.comm);
     any_order(&dup);
+    MPI_Comm_free(&dup.comm);
+    dup.name = "world's second duplicate";
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup.comm);
+    uneven_knowledge(&dup);
     MPI_Comm_free(&dup.comm);
 
     commd parity, reversed;
