@@ -216,7 +216,7 @@ done
 # uneven, one node (shared memory still), one rank a node; the hierarchical schedules forced,
 # the rules' choice with the map, splits, persistent and any-order requests, first calls
 # prepared before the map is known. One mpiexec a map: 12 maps for p = 1 .. 9 in the full pass
-# (about 40 s), one (2 + 1) under the sanitizers, two in the quick pass. The *_nodes schedules
+# (about 50 s), one (2 + 1) under the sanitizers, two in the quick pass. The *_nodes schedules
 # not built in are taken from examples/ (those not there either are skipped, "skip" lines).
 topo_path=
 "$BINDIR/nbcc" list 2> /dev/null | grep -q '^allreduce_nodes ' || topo_path=examples
