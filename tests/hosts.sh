@@ -174,7 +174,8 @@ done
 # Several ranks a host, placed host by host (-ppn 2), round-robin (-ppn 1, 4 ranks on 2 hosts)
 # and unevenly (3 + 2 + 1): hydra puts each rank where it should be (its PMI_RANK and hostname),
 # and mpi_topology, without NBC_NODE_MAP, learns that map from the hosts' names (exact results,
-# the hierarchical schedules; tests/mpi_topology.c). Those not built in come from examples/.
+# the hierarchical schedules; tests/mpi_topology.c), with examples/ loaded until
+# allreduce_nodes is built in.
 topo=
 "$BINDIR/nbcc" list 2> /dev/null | grep -q '^allreduce_nodes ' || topo="-genv NBC_SCHEDULE_PATH examples"
 placed() { # SLOTS PPN HOSTS: NBC_HOSTS_SLOTS=SLOTS, -ppn PPN (or none), rank r on host HOSTS[r]
