@@ -79,7 +79,7 @@ static int have_map;  /* label is known (NBC_NODE_MAP, or the host names once ga
 static int from_env(void)
 {
     const char *map = getenv("NBC_NODE_MAP");
-    if (!map) return 0;
+    if (!map || !*map) return 0; /* empty: unset, as the library reads it */
     label = calloc((size_t)size, sizeof *label);
     const char *at = map;
     for (int r = 0; r < size; r++) {
@@ -681,8 +681,7 @@ int main(int argc, char **argv)
     }
     have_map = from_env();
     char where[200];
-    snprintf(where, sizeof where, "p=%d %s%s", size, getenv("NBC_NODE_MAP") ? "map=" : "hosts",
-             getenv("NBC_NODE_MAP") ? getenv("NBC_NODE_MAP") : "");
+    snprintf(where, sizeof where, "p=%d %s%s", size, have_map ? "map=" : "hosts", have_map ? getenv("NBC_NODE_MAP") : "");
     for (int s = 0; s < NSCHED; s++) {
         loaded[s] = nbc_set_schedule(sched[s].coll, sched[s].name) == MPI_SUCCESS;
         nbc_set_schedule(sched[s].coll, NULL);

@@ -148,7 +148,8 @@ for p in 1 3; do
 done
 # every variable goes through one strict parser (runtime/env.c): a bad value fails nbc_init, naming it
 for v in NBC_CACHE_BYTES=-1 NBC_CACHE_ENTRIES=abc NBC_MAX_INSNS=12x NBC_TUNING=/dev/zero NBC_CHECK=yes NBC_TIMEOUT=-1 \
-    NBC_STALL_WARNING=1m NBC_TRACE=3 NBC_SPIN_US=2x NBC_PREEMPT_US=' 5' NBC_PROGRESS_THREAD=on; do
+    NBC_STALL_WARNING=1m NBC_TRACE=3 NBC_SPIN_US=2x NBC_PREEMPT_US=' 5' NBC_PROGRESS_THREAD=on NBC_NODE_MAP=a,b \
+    NBC_NODE_MAP=a,,b; do
     ASAN_OPTIONS=detect_leaks=0 suite "mpi_hardening $v" env "$v" $MPIEXEC -n 1 "$BUILD/tests/mpi_hardening" --init-error "${v%%=*}"
 done
 # NBC_TRACE=1: each program once, the first time a call runs it, as nbcc dump prints it
