@@ -56,7 +56,7 @@ LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRC)) \
 
 TESTS    := unit_dsl unit_select unit_reduce unit_interp unit_cache mpi_allreduce mpi_badargs mpi_runtime mpi_collectives \
             mpi_total_reduce mpi_lifecycle mpi_threads mpi_failures unit_hardening mpi_hardening mpi_shm mpi_leave \
-            mpi_limits mpi_stall mpi_vectors
+            mpi_limits mpi_stall mpi_vectors mpi_topology
 EXAMPLES := overlap
 
 STATIC := $(BUILD)/lib/libnbc.a
@@ -205,13 +205,13 @@ $(BUILD)/tests/unit_cache $(BUILD)/tests/mpi_runtime: $(BUILD)/tests/%: tests/%.
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLFLAGS) -Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=realloc $< $(INTERNAL) $(LDLIBS) -o $@
 
-# The unit tests reach inside (and mpi_shm and mpi_limits read the runtime's state); the MPI
-# tests use the library as an application does.
+# The unit tests reach inside (and mpi_shm, mpi_limits and mpi_topology read the runtime's
+# state); the MPI tests use the library as an application does.
 $(BUILD)/tests/unit_%: tests/unit_%.c $(INTERNAL)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLFLAGS) $< $(INTERNAL) $(LDLIBS) -o $@
 
-$(BUILD)/tests/mpi_shm $(BUILD)/tests/mpi_limits: $(BUILD)/tests/%: tests/%.c $(INTERNAL)
+$(BUILD)/tests/mpi_shm $(BUILD)/tests/mpi_limits $(BUILD)/tests/mpi_topology: $(BUILD)/tests/%: tests/%.c $(INTERNAL)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLFLAGS) $< $(INTERNAL) $(LDLIBS) -o $@
 

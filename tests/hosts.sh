@@ -6,9 +6,11 @@
 #   sh tests/hosts.sh [--hosts N] [--rate R] [--delay D] [--build DIR] [--bindir DIR] [-- COMMAND...]
 #
 # Without COMMAND it runs the checks (ok/FAIL lines): the ranks really are on separate hosts and
-# use TCP, mpi_allreduce at p = 2, 4, 8 (8: two ranks a host on 4), mpi_total_reduce and the demo.
+# use TCP, mpi_allreduce at p = 2, 4, 8 (8: two ranks a host on 4), mpi_topology with several
+# ranks a host (2 + 2 host by host and round-robin, 3 + 2 + 1), mpi_total_reduce and the demo.
 # With COMMAND it runs that in the root namespace with NBC_HOSTS_MPIEXEC naming an mpiexec for
-# these hosts (a script: "$NBC_HOSTS_MPIEXEC" -n 4 -ppn 1 prog) and NBC_HOSTS the host list.
+# these hosts (a script: "$NBC_HOSTS_MPIEXEC" -n 4 -ppn 1 prog) and NBC_HOSTS the host list;
+# NBC_HOSTS_SLOTS=3,2,1 in the script's environment gives the first hosts that many ranks each.
 # --rate R (tc tbf, e.g. 1gbit) and --delay D (tc netem, e.g. 100us) limit each host's link,
 # in each direction for the rate, on the way out for the delay (so one message sees D once).
 # Needs root (CAP_SYS_ADMIN and CAP_NET_ADMIN): without it, it prints "skip ..." and exits 0.
@@ -114,10 +116,17 @@ EOF
 # (-iface nbc0); AUTOFORK=0 launches host 0's ranks through the wrapper as well. MPICH's own
 # shared memory is off (NOLOCAL) and UCX may use only TCP on nbc0, so that every message,
 # even between two ranks of one host, goes through the network stack.
+# NBC_HOSTS_SLOTS=3,2,1 (in its environment) gives the first hosts that many ranks each and
+# leaves out the others: hydra's -hosts 10.77.0.1:3,10.77.0.2:2,10.77.0.3:1, which fills
+# each host's slots in turn (and wraps round when -n is larger); -ppn overrides the counts.
 cat > "$tmp/mpiexec" << EOF
 #!/bin/sh
+hosts=$list
+if [ -n "\$NBC_HOSTS_SLOTS" ]; then
+    hosts=\$(echo "\$NBC_HOSTS_SLOTS" | tr ',' '\\n' | awk '{ printf "%s10.77.0.%d:%s", (NR > 1 ? "," : ""), NR, \$1 }')
+fi
 exec ip netns exec "${pre}0" env HYDRA_LAUNCHER_AUTOFORK=0 MPIR_CVAR_NOLOCAL=1 UCX_TLS=tcp UCX_NET_DEVICES=nbc0 \\
-    $MPIEXEC -launcher ssh -launcher-exec "$tmp/launch" -iface nbc0 -hosts "$list" "\$@"
+    $MPIEXEC -launcher ssh -launcher-exec "$tmp/launch" -iface nbc0 -hosts "\$hosts" "\$@"
 EOF
 chmod +x "$tmp/launch" "$tmp/mpiexec"
 NBC_HOSTS_MPIEXEC=$tmp/mpiexec
@@ -161,6 +170,33 @@ for p in 2 4 8; do
     grep -q '^ok ' "$tmp/out" && [ "$rc" -eq 0 ]
     ok "$tag p=$p: mpi_allreduce exits 0" $? "status $rc; $(tail -n 3 "$tmp/err")"
 done
+
+# Several ranks a host, placed host by host (-ppn 2), round-robin (-ppn 1, 4 ranks on 2 hosts)
+# and unevenly (3 + 2 + 1): hydra puts each rank where it should be (its PMI_RANK and hostname),
+# and mpi_topology, without NBC_NODE_MAP, learns that map from the hosts' names (exact results,
+# the hierarchical schedules; tests/mpi_topology.c), with examples/ loaded until
+# allreduce_nodes is built in.
+topo=
+"$BINDIR/nbcc" list 2> /dev/null | grep -q '^allreduce_nodes ' || topo="-genv NBC_SCHEDULE_PATH examples"
+placed() { # SLOTS PPN HOSTS: NBC_HOSTS_SLOTS=SLOTS, -ppn PPN (or none), rank r on host HOSTS[r]
+    nh=$(echo "$1" | tr ',' '\n' | wc -l)
+    [ "$nh" -le "$hosts" ] || return 0
+    n=$(echo "$3" | wc -w)
+    name="$tag: $n ranks on $nh hosts (slots $1${2:+, -ppn $2})"
+    NBC_HOSTS_SLOTS=$1 mpx -n "$n" ${2:+-ppn "$2"} sh -c 'echo "$PMI_RANK $(hostname)"' > "$tmp/where" 2>&1
+    want=$(r=0; for h in $3; do echo "$r nbchost$h"; r=$((r + 1)); done)
+    [ "$(sort -n "$tmp/where")" = "$want" ]
+    ok "$name: each rank on its host ($(echo "$3" | tr ' ' ','))" $? "$(sort -n "$tmp/where" | tr '\n' ' ' | head -c 300)"
+    # shellcheck disable=SC2086
+    NBC_HOSTS_SLOTS=$1 mpx -n "$n" ${2:+-ppn "$2"} $topo "$BUILD/tests/mpi_topology" > "$tmp/out" 2> "$tmp/err"
+    rc=$?
+    sed -n "s/^\(ok\|FAIL\) /\1 $name: /p" "$tmp/out"
+    grep -q '^ok world: the node map is the environment' "$tmp/out" && [ "$rc" -eq 0 ]
+    ok "$name: mpi_topology learns the hosts' map and exits 0" $? "status $rc; $(tail -n 3 "$tmp/err")"
+}
+placed 2,2 2 "0 0 1 1"
+placed 1,1 1 "0 1 0 1"
+placed 3,2,1 "" "0 0 0 1 1 2"
 
 p=$((hosts < 4 ? hosts : 4))
 mpx -n "$p" -ppn 1 "$BUILD/tests/mpi_total_reduce" --requests 200 --iterations 3 --bulk-mib 0 > "$tmp/out" 2> "$tmp/err"
