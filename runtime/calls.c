@@ -420,13 +420,24 @@ static int messages_program(nbc_collective coll, const compile_args *args, cache
 /* The programs of a call on ranks of several nodes, some with several ranks: the messages'
  * one (which the rules choose with the node map) and, where it serves the call, the
  * two-level one through each node's stage (allreduce_nodes_stage; no agreement on buffers,
- * which would have to span the nodes). */
+ * which would have to span the nodes). A forced schedule is taken as on one node. */
 static int node_programs(nbc_collective coll, const compile_args *args, cache_entry **progs)
 {
-    int rc = messages_program(coll, args, &progs[RUN_MESSAGES]);
-    if (rc != MPI_SUCCESS) return rc;
     compile_args shared = *args;
     shared.shared_memory = 1;
+    if (nbc_rt.sel.forced[coll].ch.s) { /* as on one node: the forced schedule alone, or, when it
+                                           shares memory, with the rules' messages beside it */
+        if (programs_for_call(coll, &shared, NULL, &progs[RUN_MESSAGES]) != MPI_SUCCESS) {
+            nbc_clear_error(); /* (one that cannot: messages_program says why, or the rules) */
+            return messages_program(coll, args, &progs[RUN_MESSAGES]);
+        }
+        if (!(cache_entry_program(progs[RUN_MESSAGES])->flags & PROG_SHARED)) return MPI_SUCCESS;
+        progs[RUN_SHARED] = progs[RUN_MESSAGES];
+        progs[RUN_MESSAGES] = NULL;
+        return programs_for_call(coll, args, "", &progs[RUN_MESSAGES]);
+    }
+    int rc = programs_for_call(coll, args, NULL, &progs[RUN_MESSAGES]);
+    if (rc != MPI_SUCCESS) return rc;
     if (programs_for_call(coll, &shared, "allreduce_nodes_stage", &progs[RUN_SHARED]) != MPI_SUCCESS) {
         progs[RUN_SHARED] = NULL; /* its preconditions (a large vector, an op that does not commute) */
         nbc_clear_error();

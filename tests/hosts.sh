@@ -174,10 +174,7 @@ done
 # Several ranks a host, placed host by host (-ppn 2), round-robin (-ppn 1, 4 ranks on 2 hosts)
 # and unevenly (3 + 2 + 1): hydra puts each rank where it should be (its PMI_RANK and hostname),
 # and mpi_topology, without NBC_NODE_MAP, learns that map from the hosts' names (exact results,
-# the hierarchical schedules; tests/mpi_topology.c), with examples/ loaded until
-# allreduce_nodes is built in.
-topo=
-"$BINDIR/nbcc" list 2> /dev/null | grep -q '^allreduce_nodes ' || topo="-genv NBC_SCHEDULE_PATH examples"
+# the hierarchical schedules, shared memory inside each host; tests/mpi_topology.c).
 placed() { # SLOTS PPN HOSTS: NBC_HOSTS_SLOTS=SLOTS, -ppn PPN (or none), rank r on host HOSTS[r]
     nh=$(echo "$1" | tr ',' '\n' | wc -l)
     [ "$nh" -le "$hosts" ] || return 0
@@ -188,7 +185,7 @@ placed() { # SLOTS PPN HOSTS: NBC_HOSTS_SLOTS=SLOTS, -ppn PPN (or none), rank r 
     [ "$(sort -n "$tmp/where")" = "$want" ]
     ok "$name: each rank on its host ($(echo "$3" | tr ' ' ','))" $? "$(sort -n "$tmp/where" | tr '\n' ' ' | head -c 300)"
     # shellcheck disable=SC2086
-    NBC_HOSTS_SLOTS=$1 mpx -n "$n" ${2:+-ppn "$2"} $topo "$BUILD/tests/mpi_topology" > "$tmp/out" 2> "$tmp/err"
+    NBC_HOSTS_SLOTS=$1 mpx -n "$n" ${2:+-ppn "$2"} "$BUILD/tests/mpi_topology" > "$tmp/out" 2> "$tmp/err"
     rc=$?
     sed -n "s/^\(ok\|FAIL\) /\1 $name: /p" "$tmp/out"
     grep -q '^ok world: the node map is the environment' "$tmp/out" && [ "$rc" -eq 0 ]

@@ -216,22 +216,19 @@ done
 # the node map (tests/mpi_topology.c): NBC_NODE_MAP gives every rank a node, in blocks, cyclic,
 # uneven, one node (shared memory still), one rank a node; the hierarchical schedules forced,
 # the rules' choice with the map, splits, persistent and any-order requests, first calls
-# prepared before the map is known. One mpiexec a map: 12 maps for p = 1 .. 9 in the full pass
-# (about 50 s), one (2 + 1) under the sanitizers, two in the quick pass. Until allreduce_nodes
-# is built in, examples/ is loaded for the *_nodes schedules; any still missing is skipped.
-topo_path=
-"$BINDIR/nbcc" list 2> /dev/null | grep -q '^allreduce_nodes ' || topo_path=examples
+# prepared before the map is known. One mpiexec a map: 11 maps for p = 1 .. 9 in the full pass
+# (about 50 s), one (2 + 1) under the sanitizers, two in the quick pass.
 if [ -n "$TAG" ]; then
     maps="a,a,b"
 elif [ "${NBC_TEST_QUICK:-0}" = 1 ]; then
     maps="a,b,a,b a,a,b"
 else
-    maps="a a,b a,a a,a,b a,a,b,b a,b,a,b a,a,a,a a,b,c,d,e a,a,a,b,b,c a,a,b,b,c,c,d a,b,c,a,b,c,a,b a,a,a,b,b,b,c,c,c"
+    maps="a a,b a,a,b a,a,b,b a,b,a,b a,a,a,a a,b,c,d,e a,a,a,b,b,c a,a,b,b,c,c,d a,b,c,a,b,c,a,b a,a,a,b,b,b,c,c,c"
 fi
 for map in $maps; do
     p=$(echo "$map" | tr ',' '\n' | wc -l)
     ASAN_OPTIONS=detect_leaks=0 suite "mpi_topology NBC_NODE_MAP=$map" \
-        env NBC_NODE_MAP="$map" ${topo_path:+NBC_SCHEDULE_PATH=$topo_path} $MPIEXEC -n "$p" "$BUILD/tests/mpi_topology"
+        env NBC_NODE_MAP="$map" $MPIEXEC -n "$p" "$BUILD/tests/mpi_topology"
 done
 # Total Reduce: any-order persistent requests, priorities, the debug mode, the library's life,
 # threads, and the suites again with the progress thread
