@@ -273,6 +273,13 @@ bench-collectives: all $(BUILD)/bench/collectives $(BENCH_OPENMPI)
 bench-interpose: $(BUILD)/bench/bench $(BUILD)/bench/interpose_cost $(INTERPOSE) $(call DEPS,bench-deps)
 	sh bench/interpose.sh $(BUILD) $(P)
 
+# Jobs that span nodes (bench/hierarchy.sh): allreduce_nodes against the best flat schedule and
+# MPICH's MPI_Allreduce on 2 namespace hosts x 2 ranks over 1 Gbit/s links, both placements,
+# beside the calibrated two-level model's predictions. As root; results in bench/results/hierarchy/.
+.PHONY: bench-hierarchy
+bench-hierarchy: all $(BUILD)/bench/bench
+	BUILD=$(BUILD) BINDIR=$(BINDIR) sh bench/hierarchy.sh
+
 # The training-step benchmark (bench/training.c, docs/total-reduce.md): every way of reducing
 # ResNet-50's and BERT-base's gradients in one run, at P processes (make bench-training P=4).
 # TRAINING_ARGS adds options to bench/training.

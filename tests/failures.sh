@@ -40,6 +40,37 @@ check "p > 64 is refused as a usage error" $?
 [ $? -eq 1 ] && grep -q "allreduce schedules only" "$tmp/out"
 check "a schedule of another collective is refused, saying why" $?
 
+# ---- a topology, as nbcc verify takes it: examples/allreduce_nodes.nbs on 2 nodes x 2 ----
+# Rank 0 owns slice 0 (elements 0..1) and, in its last round, sends it to the other rank of its
+# node; before that it has sent the finished slice to the owner of slice 0 on the other node:
+# rank 2 host by host (nodes 0,1 and 2,3), rank 1 round-robin (nodes 0,2 and 1,3). Stopping
+# there loses nothing, and that owner holds everything; rank 0's node-mate still needs 0..1.
+nodes=examples/allreduce_nodes.nbs
+"$nbcc" failures "$nodes" --nodes 2 --ppn 2 --rank 0 --round 3 > "$tmp/block" 2>&1
+in_order "a topology (--nodes 2 --ppn 2, block): rank 0's last round (hand-worked)" "$tmp/block" \
+    "rank 0 stops at round 3:" "lost: nothing" "rank 1: final 2..3; partial with rank 0's data 2..3; must receive 0..1" \
+    "rank 2: final 0..3;" \
+    "can finish without it"
+"$nbcc" failures "$nodes" --nodes 2 --ppn 2 --placement cyclic --rank 0 --round 3 > "$tmp/cyclic" 2>&1
+in_order "a topology (--placement cyclic): the other node's owner of the slice is rank 1 (hand-worked)" "$tmp/cyclic" \
+    "rank 0 stops at round 3:" "lost: nothing" "rank 1: final 0..3;" \
+    "rank 2: final 2..3; partial with rank 0's data 2..3; must receive 0..1" \
+    "can finish without it"
+"$nbcc" failures "$nodes" --nodes 2 --ppn 2 > "$tmp/out" 2>&1 && "$nbcc" failures "$nodes" --node-sizes 2,2 > "$tmp/out2" 2>&1 &&
+    grep -q "p = 4 on 2 nodes x 2, block" "$tmp/out" && grep -q "p = 4 on nodes 2+2, block" "$tmp/out2" &&
+    [ "$(sed 1d "$tmp/out")" = "$(sed 1d "$tmp/out2")" ]
+check "--nodes 2 --ppn 2 and --node-sizes 2,2 are one topology, named in the heading" $? "$(head -n 3 "$tmp/out" "$tmp/out2")"
+"$nbcc" failures --compare ring "$nodes" --nodes 2 --ppn 2,3 --placement both --format csv > "$tmp/out" 2>&1 &&
+    [ "$(grep -c '^allreduce_nodes,.*"2 nodes x [23], \(block\|cyclic\)"$' "$tmp/out")" = 4 ] &&
+    [ "$(grep -c '^allreduce_ring,' "$tmp/out")" = 4 ] && head -n 1 "$tmp/out" | grep -q ',topology$'
+check "--compare takes topologies: a row per schedule and topology, the topology in its own column" $? "$(cat "$tmp/out")"
+"$nbcc" failures ring --nodes 8 --ppn 9 > "$tmp/out" 2>&1
+[ $? -eq 2 ] && grep -q "72 ranks: at most 64" "$tmp/out"
+check "a topology of more than 64 ranks is refused as a usage error" $? "$(cat "$tmp/out")"
+"$nbcc" failures ring --nodes 2 --ppn 2 --placement both > /dev/null 2>&1
+[ $? -eq 2 ]
+check "one schedule takes one topology (not --placement both)" $?
+
 # ---- ring, p = 4, count 4 (one element a block), rank 0 stops ----
 # Its program: rounds 0..2 send partial sums of blocks 0, 3, 2 (each with x0 in it) to rank 1;
 # round 3 completes block 1 and sends it, the first step of the allgather. So x0 is lost from

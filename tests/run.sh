@@ -124,6 +124,15 @@ if true; then
             done
         done
     fi
+    # calibrate: one line of alpha, beta, gamma on one node; across nodes (NBC_NODE_MAP, 2 ranks
+    # a node) alpha_node and beta_node too, and nbcc simulate reads both lines
+    one=$($MPIEXEC -n 2 "$BINDIR/nbcc" calibrate 2>&1 | grep '^alpha=')
+    two=$(NBC_NODE_MAP=a,a,b,b $MPIEXEC -n 4 "$BINDIR/nbcc" calibrate 2>&1 | grep '^alpha=')
+    case $one in *alpha_node*) one= ;; esac
+    case $two in *,alpha_node=*,beta_node=*) ;; *) two= ;; esac
+    [ -n "$one" ] && [ -n "$two" ] && "$BINDIR/nbcc" simulate ring --p 4 --bytes 65536 --model "$one" > /dev/null &&
+        "$BINDIR/nbcc" simulate ring --nodes 2 --ppn 2 --bytes 65536 --model "$two" > "$tmp/out" && grep -q "inside a node" "$tmp/out"
+    check "nbcc calibrate: one level on one node, two across nodes, read by nbcc simulate" $? "one: $one; two: $two"
     for cmd in check dump list explain calibrate tune; do
         "$BINDIR/nbcc" $cmd --help > "$tmp/out" 2>&1 && grep -q "^usage: .*nbcc $cmd" "$tmp/out"
         check "nbcc $cmd --help" $?

@@ -13,7 +13,9 @@
 static const char *const usage =
     "usage: nbcc failures NAME|FILE --p P [--count N] [--rank R] [--round K] [--format text|csv|svg]\n"
     "                     [-o FILE] [--type T] [--inplace] [--schedule NAME]\n"
-    "       nbcc failures --compare [NAME|FILE...] [--p LIST] [--count N] [--format text|csv]\n"
+    "       nbcc failures NAME|FILE (--nodes N --ppn K | --node-sizes LIST) [--placement block|cyclic] ...\n"
+    "       nbcc failures --compare [NAME|FILE...] [--p LIST | --nodes LIST --ppn LIST [--placement P]]\n"
+    "                     [--count N] [--format text|csv]\n"
     "\n"
     "For each rank f and each round k at which f stops (it issues nothing of its rounds k, k+1,\n"
     "...), runs the other ranks' programs of an allreduce symbolically as far as they get, then\n"
@@ -25,6 +27,11 @@ static const char *const usage =
     "summary: from which round every element's final value is on two ranks or more, the share\n"
     "of stops after which the survivors can finish, and from which round every stop is so.\n"
     "  --p P          processes, 1..64 (a LIST such as 8,13,64 for --compare; default 8,13,64)\n"
+    "  --nodes N, --ppn K\n"
+    "                 instead of --p: N nodes of K ranks (lists for --compare, every pair), p <= 64\n"
+    "  --node-sizes LIST  instead of --p: uneven nodes, 3,2,1 is 3 + 2 + 1 ranks\n"
+    "  --placement P  ranks onto nodes: block (a node's ranks consecutive, the default), cyclic\n"
+    "                 (round-robin over the nodes), or both for --compare\n"
     "  --count N      elements (default P)\n"
     "  --rank R       the cases of rank R only, in detail\n"
     "  --round K      the cases of round K only, in detail\n"
@@ -115,8 +122,8 @@ static int load_model(fail_model *m, const sched_lib *lib, const sched_def *s, c
     return rc;
 }
 
-static int one(const sched_lib *lib, const sched_def *s, const compile_args *a, const char *format, long long rank, long long round,
-               FILE *out)
+static int one(const sched_lib *lib, const sched_def *s, const compile_args *a, const char *where, const char *format, long long rank,
+               long long round, FILE *out)
 {
     fail_model m;
     if (load_model(&m, lib, s, a, 0) != COMPILE_OK) return 1;
@@ -147,8 +154,8 @@ static int one(const sched_lib *lib, const sched_def *s, const compile_args *a, 
             csv_head(out);
             for (size_t i = 0; i < l.n; i++) csv_case(out, &m, &l.v[i]);
         } else {
-            fprintf(out, "%s (%s): p = %lld, count = %lld%s, %u rounds\n", s->name, s->src->name, (long long)a->p, (long long)a->count,
-                    a->inplace ? ", in place" : "", m.maxrounds);
+            fprintf(out, "%s (%s): p = %lld%s%s, count = %lld%s, %u rounds\n", s->name, s->src->name, (long long)a->p, where ? " on " : "",
+                    where ? where : "", (long long)a->count, a->inplace ? ", in place" : "", m.maxrounds);
             map_text(out, &m, &l);
             summary_text(out, &sum);
         }
@@ -158,8 +165,39 @@ static int one(const sched_lib *lib, const sched_def *s, const compile_args *a, 
     return rc;
 }
 
-static int compare(sched_lib *lib, char **names, int nnames, const char *p_text, long long count, const compile_args *base,
-                   const char *format, FILE *out)
+/* One row of --compare: schedule s on base with p ranks (topo, when given, places them). */
+static int compare_row(sched_lib *lib, const sched_def *s, long long p, const nbcc_topology *topo, long long count, const compile_args *base,
+                       int csv, FILE *out)
+{
+    compile_args a = *base;
+    a.p = p;
+    if (topo) nbcc_topology_args(&a, topo);
+    a.count = count >= 0 ? count : p;
+    fail_model m;
+    int rc = load_model(&m, lib, s, &a, 1);
+    if (rc == COMPILE_UNMET) return 0;
+    if (rc != COMPILE_OK) return 1;
+    fail_summary sum;
+    if (fail_summarize(&m, &sum, NULL, NULL)) {
+        fail_model_free(&m);
+        nbcc_error("out of memory");
+        return 1;
+    }
+    char share[32];
+    snprintf(share, sizeof share, "%u/%u", sum.finishable, sum.cases);
+    if (csv)
+        fprintf(out, "%s,%lld,%lld,%u,%" PRId64 ",%u,%u,%u,%" PRId64 ",%.1f%s%s%s\n", s->name, p, (long long)a.count, sum.rounds,
+                sum.redundant_from, sum.cases, sum.finishable, sum.lost_cases, sum.safe_from, sum.mean_need, topo ? ",\"" : "",
+                topo ? topo->label : "", topo ? "\"" : "");
+    else
+        fprintf(out, "%-34s %4lld %6lld %6u %10" PRId64 " %11s %9" PRId64 " %9.1f%s%s\n", s->name, p, (long long)a.count, sum.rounds,
+                sum.redundant_from, share, sum.safe_from, sum.mean_need, topo ? "  " : "", topo ? topo->label : "");
+    fail_model_free(&m);
+    return 0;
+}
+
+static int compare(sched_lib *lib, char **names, int nnames, const char *p_text, const nbcc_topology *topo, size_t ntopo, long long count,
+                   const compile_args *base, const char *format, FILE *out)
 {
     const sched_def *list[64];
     int n = 0;
@@ -176,38 +214,19 @@ static int compare(sched_lib *lib, char **names, int nnames, const char *p_text,
         if (s->collective && !strcmp(s->collective, "allreduce")) list[n++] = s;
     }
     int csv = !strcmp(format, "csv");
-    if (csv) fprintf(out, "schedule,p,count,rounds,redundant_from,cases,finishable,lost_cases,safe_from,mean_need\n");
-    else fprintf(out, "%-34s %4s %6s %6s %10s %11s %9s %9s\n", "schedule", "p", "count", "rounds", "2 copies", "finishable", "safe from",
-                 "mean need");
-    for (const char *t = p_text; *t;) {
+    if (csv) fprintf(out, "schedule,p,count,rounds,redundant_from,cases,finishable,lost_cases,safe_from,mean_need%s\n", ntopo ? ",topology" : "");
+    else fprintf(out, "%-34s %4s %6s %6s %10s %11s %9s %9s%s\n", "schedule", "p", "count", "rounds", "2 copies", "finishable", "safe from",
+                 "mean need", ntopo ? "  topology" : "");
+    for (size_t j = 0; j < ntopo; j++)
+        for (int i = 0; i < n; i++)
+            if (compare_row(lib, list[i], topo[j].p, &topo[j], count, base, csv, out)) return 1;
+    for (const char *t = ntopo ? "" : p_text; *t;) {
         char *end;
         long long p = strtoll(t, &end, 10);
         if (end == t || p < 1 || p > FAIL_MAX_P || (*end && *end != ',')) return nbcc_usage_error("--p wants a list of 1..64, not '%s'", p_text);
         t = *end ? end + 1 : end;
-        for (int i = 0; i < n; i++) {
-            compile_args a = *base;
-            a.p = p;
-            a.count = count >= 0 ? count : p;
-            fail_model m;
-            int rc = load_model(&m, lib, list[i], &a, 1);
-            if (rc == COMPILE_UNMET) continue;
-            if (rc != COMPILE_OK) return 1;
-            fail_summary s;
-            if (fail_summarize(&m, &s, NULL, NULL)) {
-                fail_model_free(&m);
-                nbcc_error("out of memory");
-                return 1;
-            }
-            char share[32];
-            snprintf(share, sizeof share, "%u/%u", s.finishable, s.cases);
-            if (csv)
-                fprintf(out, "%s,%lld,%lld,%u,%" PRId64 ",%u,%u,%u,%" PRId64 ",%.1f\n", list[i]->name, p, (long long)a.count, s.rounds,
-                        s.redundant_from, s.cases, s.finishable, s.lost_cases, s.safe_from, s.mean_need);
-            else
-                fprintf(out, "%-34s %4lld %6lld %6u %10" PRId64 " %11s %9" PRId64 " %9.1f\n", list[i]->name, p, (long long)a.count, s.rounds,
-                        s.redundant_from, share, s.safe_from, s.mean_need);
-            fail_model_free(&m);
-        }
+        for (int i = 0; i < n; i++)
+            if (compare_row(lib, list[i], p, NULL, count, base, csv, out)) return 1;
     }
     if (!csv)
         fprintf(out, "2 copies: first round from which every element's final value is on >= 2 ranks (-1: never); finishable:\n"
@@ -216,6 +235,8 @@ static int compare(sched_lib *lib, char **names, int nnames, const char *p_text,
     return 0;
 }
 
+static int failures_run(const nbcc_opts *op, int argc, const nbcc_topology *topo, size_t ntopo, char **argv);
+
 int nbcc_failures(int argc, char **argv)
 {
     if (wants_help(argc, argv)) {
@@ -223,8 +244,25 @@ int nbcc_failures(int argc, char **argv)
         return 0;
     }
     nbcc_opts o = {.count = -1, .rank = -1, .round = -1, .esize = 4, .tname = "int"};
-    int status = nbcc_options(argc, argv, "p count rank round format type inplace schedule compare o", &o);
+    int status = nbcc_options(argc, argv, "p count rank round format type inplace schedule compare o nodes ppn node-sizes placement", &o);
     if (status >= 0) return status;
+    nbcc_topology *topo = NULL;
+    size_t ntopo = 0;
+    if ((status = o.compare ? nbcc_topologies(&o, &topo, &ntopo) : nbcc_one_topology(&o, &topo, &ntopo))) return status;
+    for (size_t i = 0; i < ntopo; i++)
+        if (topo[i].p > FAIL_MAX_P) {
+            status = nbcc_usage_error("%s is %lld ranks: at most 64", topo[i].label, (long long)topo[i].p);
+            nbcc_topologies_free(topo, ntopo);
+            return status;
+        }
+    status = failures_run(&o, argc, topo, ntopo, argv);
+    nbcc_topologies_free(topo, ntopo);
+    return status;
+}
+
+static int failures_run(const nbcc_opts *op, int argc, const nbcc_topology *topo, size_t ntopo, char **argv)
+{
+    const nbcc_opts o = *op;
     compile_args base = {.esize = o.esize, .commutative = 1, .inplace = o.inplace, .shared_memory = nbcc_shared_memory};
     const char *p_text = o.p, *format = o.format ? o.format : "text", *path = o.output, *sname = o.schedule;
     long long count = o.count, rank = o.rank, round = o.round;
@@ -236,7 +274,8 @@ int nbcc_failures(int argc, char **argv)
         char *end = NULL;
         if (p_text) p = strtoll(p_text, &end, 10);
         if (rest != argc - 1) return nbcc_usage_error("name one schedule or file (or give --compare)");
-        if (!p_text || *end || p < 1 || p > FAIL_MAX_P) return nbcc_usage_error("--p P (1..64) is required");
+        if (ntopo) p = topo[0].p;
+        else if (!p_text || *end || p < 1 || p > FAIL_MAX_P) return nbcc_usage_error("--p P (1..64), or a topology, is required");
         if (rank < -1 || round < -1) return nbcc_usage_error("--rank and --round must be >= 0");
         if (!strcmp(format, "svg") && (rank >= 0 || round >= 0)) return nbcc_usage_error("--format svg draws every case: no --rank or --round");
     } else if (!strcmp(format, "svg")) {
@@ -250,7 +289,7 @@ int nbcc_failures(int argc, char **argv)
     sched_lib *lib = load_builtins();
     int rc;
     if (cmp) {
-        rc = compare(lib, argv + rest, argc - rest, p_text ? p_text : "8,13,64", count, &base, format, out);
+        rc = compare(lib, argv + rest, argc - rest, p_text ? p_text : "8,13,64", topo, ntopo, count, &base, format, out);
     } else {
         const sched_def *s;
         int n = find_schedules(lib, argv[rest], sname, &s, 1);
@@ -259,8 +298,9 @@ int nbcc_failures(int argc, char **argv)
             rc = 1;
         } else {
             base.p = p;
+            if (ntopo) nbcc_topology_args(&base, topo);
             base.count = count >= 0 ? count : p;
-            rc = one(lib, s, &base, format, rank, round, out);
+            rc = one(lib, s, &base, ntopo ? topo->label : NULL, format, rank, round, out);
         }
     }
     lib_destroy(lib);
