@@ -197,6 +197,11 @@ root. Both cross the network ceil(log2 N) times along their deepest path, once a
 
 `barrier_nodes` (a dissemination barrier among the leaders), and the header lines of
 `bcast_nodes` and `reduce_nodes`, are in the table below.
+
+`allreduce_nodes_stage` (commutative ops, up to 64 KiB) is the runtime's shared program on
+ranks of several nodes ([hierarchical.md](hierarchical.md)): inside each node the ranks hand
+their vectors to the leader through their shared stages and take the result back from the
+leader's, with a flag each way and no message; the leaders run a recursive doubling allreduce.
 NODES
 
 cat <<'OTHER'
