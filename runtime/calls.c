@@ -391,12 +391,6 @@ static int check_vector_call(const vcall *vcl, int size, int rank, int64_t *spac
     return MPI_SUCCESS;
 }
 
-/* The programs (RUN_*) of a call that may run through shared memory: the shared one
- * (allreduce_shm or allreduce_shm_small, or a forced schedule that needs shared memory), with
- * allreduce_shm as the direct one where programs_for_shared says, and the messages' one, which
- * runs when the ranks' agreement declines (a buffer not from nbc_alloc_mem). Without a shared
- * program (a forced schedule of messages, or allreduce_shm refusing the call) only the
- * messages' one. */
 /* The messages' program of a call that may run through shared memory: the forced schedule's
  * or the rules', and the rules' when the forced one cannot serve it (it needs shared memory). */
 static int messages_program(nbc_collective coll, const compile_args *args, cache_entry **out)
@@ -445,6 +439,12 @@ static int node_programs(nbc_collective coll, const compile_args *args, cache_en
     return MPI_SUCCESS;
 }
 
+/* The programs (RUN_*) of a call that may run through shared memory: the shared one
+ * (allreduce_shm or allreduce_shm_small, or a forced schedule that needs shared memory), with
+ * allreduce_shm as the direct one where programs_for_shared says, and the messages' one, which
+ * runs when the ranks' agreement declines (a buffer not from nbc_alloc_mem). Without a shared
+ * program (a forced schedule of messages, or allreduce_shm refusing the call) only the
+ * messages' one. */
 static int shared_programs(nbc_collective coll, compile_args *args, cache_entry **progs)
 {
     int rc;
