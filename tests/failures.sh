@@ -40,12 +40,12 @@ check "p > 64 is refused as a usage error" $?
 [ $? -eq 1 ] && grep -q "allreduce schedules only" "$tmp/out"
 check "a schedule of another collective is refused, saying why" $?
 
-# ---- a topology, as nbcc verify takes it: examples/allreduce_nodes.nbs on 2 nodes x 2 ----
+# ---- a topology, as nbcc verify takes it: schedules/allreduce_nodes.nbs on 2 nodes x 2 ----
 # Rank 0 owns slice 0 (elements 0..1) and, in its last round, sends it to the other rank of its
 # node; before that it has sent the finished slice to the owner of slice 0 on the other node:
 # rank 2 host by host (nodes 0,1 and 2,3), rank 1 round-robin (nodes 0,2 and 1,3). Stopping
 # there loses nothing, and that owner holds everything; rank 0's node-mate still needs 0..1.
-nodes=examples/allreduce_nodes.nbs
+nodes=schedules/allreduce_nodes.nbs
 "$nbcc" failures "$nodes" --nodes 2 --ppn 2 --rank 0 --round 3 > "$tmp/block" 2>&1
 in_order "a topology (--nodes 2 --ppn 2, block): rank 0's last round (hand-worked)" "$tmp/block" \
     "rank 0 stops at round 3:" "lost: nothing" "rank 1: final 2..3; partial with rank 0's data 2..3; must receive 0..1" \
