@@ -428,7 +428,9 @@ static int node_programs(nbc_collective coll, const compile_args *args, cache_en
         if (!(cache_entry_program(progs[RUN_MESSAGES])->flags & PROG_SHARED)) return MPI_SUCCESS;
         progs[RUN_SHARED] = progs[RUN_MESSAGES];
         progs[RUN_MESSAGES] = NULL;
-        return programs_for_call(coll, args, "", &progs[RUN_MESSAGES]);
+        int rc = programs_for_call(coll, args, "", &progs[RUN_MESSAGES]);
+        if (rc != MPI_SUCCESS) cache_release_each(nbc_rt.sel.programs, progs, RUN_CHOICES); /* nothing held on error */
+        return rc;
     }
     int rc = programs_for_call(coll, args, NULL, &progs[RUN_MESSAGES]);
     if (rc != MPI_SUCCESS) return rc;

@@ -182,8 +182,9 @@ static int parse_rule(reader *rd, const sched_lib *lib, char *line, rule *r)
                    i + 2 < n) {
             int64_t v;
             int is_bytes = w[i][0] == 'b';
-            int64_t *lo = w[i][0] == 'b' ? &r->b_lo : w[i][0] == 'n' ? &r->n_lo : w[i][1] == 'p' ? &r->k_lo : &r->p_lo;
-            int64_t *hi = lo + 1; /* each range is {lo, hi} */
+            char what = w[i][0] == 'p' && w[i][1] ? 'k' : w[i][0]; /* p, bytes, nodes, ppn (k) */
+            int64_t *lo = what == 'b' ? &r->b_lo : what == 'n' ? &r->n_lo : what == 'k' ? &r->k_lo : &r->p_lo;
+            int64_t *hi = what == 'b' ? &r->b_hi : what == 'n' ? &r->n_hi : what == 'k' ? &r->k_hi : &r->p_hi;
             int bad = number(w[i + 2], 0, is_bytes ? RULE_MAX_BYTES : RULE_MAX_P, &v);
             if (bad == -2) {
                 char msg[160];
