@@ -205,13 +205,13 @@ $(BUILD)/tests/unit_cache $(BUILD)/tests/mpi_runtime: $(BUILD)/tests/%: tests/%.
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLFLAGS) -Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=realloc $< $(INTERNAL) $(LDLIBS) -o $@
 
-# The unit tests reach inside (and mpi_shm, mpi_limits and mpi_topology read the runtime's
-# state); the MPI tests use the library as an application does.
+# The unit tests reach inside (and mpi_shm, mpi_limits, mpi_topology and mpi_total_reduce read
+# the runtime's state); the MPI tests use the library as an application does.
 $(BUILD)/tests/unit_%: tests/unit_%.c $(INTERNAL)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLFLAGS) $< $(INTERNAL) $(LDLIBS) -o $@
 
-$(BUILD)/tests/mpi_shm $(BUILD)/tests/mpi_limits $(BUILD)/tests/mpi_topology: $(BUILD)/tests/%: tests/%.c $(INTERNAL)
+$(BUILD)/tests/mpi_shm $(BUILD)/tests/mpi_limits $(BUILD)/tests/mpi_topology $(BUILD)/tests/mpi_total_reduce: $(BUILD)/tests/%: tests/%.c $(INTERNAL)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALLFLAGS) $< $(INTERNAL) $(LDLIBS) -o $@
 
@@ -233,7 +233,7 @@ test: all $(call DEPS,test-deps)
 	    CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" all > $(SANITIZE).log 2>&1 \
 	    || { tail -n 30 $(SANITIZE).log; exit 1; }
 	@$(MAKE) --no-print-directory BUILD=$(TSAN) BINDIR=$(TSAN)/bin CC="$(TSAN_CC_$(MPI))" \
-	    CFLAGS="-O1 -g -fsanitize=thread" $(TSAN)/tests/mpi_threads $(TSAN)/tests/mpi_shm $(TSAN)/tests/mpi_stall \
+	    CFLAGS="-O1 -g -fsanitize=thread" $(TSAN)/tests/mpi_threads $(TSAN)/tests/mpi_shm $(TSAN)/tests/mpi_stall $(TSAN)/tests/mpi_total_reduce \
 	    $(if $(filter mpich,$(MPI)),$(TSAN)/lib/libnbcmpi.so $(TSAN)/tests/interpose_hang) > $(TSAN).log 2>&1 \
 	    || { tail -n 30 $(TSAN).log; exit 1; }
 	@$(MAKE) --no-print-directory fuzz > $(FUZZ).log 2>&1 || { tail -n 30 $(FUZZ).log; exit 1; }

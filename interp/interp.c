@@ -266,6 +266,7 @@ int interp_step(interp_state *st, int may_issue)
         st->round++;
         st->posted = 0;
         moved = 1;
+        if (st->one_round && st->round < st->prog->nrounds) return INTERP_MOVED;
     }
     return INTERP_DONE;
 }

@@ -68,6 +68,8 @@ typedef struct {
     int nreqs;
     uint32_t round;
     int posted;               /* the current round's instructions have been issued */
+    int one_round;            /* return after each round (a piece of a request that a request of
+                                 higher priority may overtake between two: runtime/request.c) */
     int err;                  /* MPI error code; MPI_SUCCESS while fine */
     uint32_t err_round;       /* on failure: the round, and which of its messages failed */
     int err_req;              /* (an index into reqs; -1: not one message) */

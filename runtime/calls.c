@@ -622,6 +622,12 @@ static int prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out, com
         snprintf(spec, sizeof spec, "allreduce_segmented_ring:segsize=%lld", (long long)chunk_bytes);
         compile_args args = args_of(c, &sig, size, rank, commutative);
         if ((rc = programs_for_call(c->coll, &args, spec, &progs[RUN_MESSAGES]))) return rc;
+        if (shm_eligible(cs, c->coll)) { /* on one node: the same pieces, out of the peers' memory */
+            args.shared_memory = 1;
+            snprintf(spec, sizeof spec, "allreduce_shm_pieces:piece=%lld", (long long)(chunk_bytes < SHM_PIECE_BYTES ? chunk_bytes : SHM_PIECE_BYTES));
+            if (programs_for_call(c->coll, &args, spec, &progs[RUN_SHARED]) != MPI_SUCCESS) progs[RUN_SHARED] = NULL;
+            nbc_clear_error();
+        }
     } else if (!memo_matches(cs, &sig, shape)) {
         compile_args args = args_of(c, &sig, size, rank, commutative);
         args.node_of = cs->node_of;
@@ -665,6 +671,7 @@ static int prepare(const call *c, int64_t chunk_bytes, struct nbc_req **out, com
     r->sig = sig;
     /* the node map can change the choice of the calls that go through the rules */
     r->topo_stale = !space && progs[RUN_MESSAGES] && !chunked && cs->topo != TOPO_KNOWN;
+    r->pieces = chunked;
     r->shape = shape;
     *out = r;
     return MPI_SUCCESS;
@@ -715,8 +722,6 @@ void call_launch(struct nbc_req *r)
     r->st.err = MPI_SUCCESS;
     r->st.err_errno = 0; /* a restarted persistent request's last failure is not this start's */
     r->error[0] = '\0';
-    if (r->any_order) /* flags and channels follow the calls' order */
-        cache_release_each(nbc_rt.sel.programs, r->progs + RUN_SHARED, RUN_CHOICES - RUN_SHARED);
     r->timed_out = 0;
     if (r->progs[RUN_SHARED]) {
         r->st.prog = cache_entry_program(r->progs[RUN_MESSAGES]);

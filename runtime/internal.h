@@ -149,6 +149,8 @@ struct nbc_req {
     int shm_published, shm_chosen;
     int shm_in_call;         /* started with a shared program and not yet ended (shm_end) */
     int shm_culprit;         /* the rank whose leaving made this call fail, or -1 */
+    struct shm_lane *lane;   /* any-order on shared memory: its lane (shm_lane.c), or NULL */
+    int pieces;              /* cut into pieces for priorities: its shared program runs a piece a step */
     int timed_out;           /* NBC_TIMEOUT ended this start */
     int topo_stale;          /* prepared before its communicator's node map was known here (a
                                 call whose choice the map can change: not chunked, no vectors) */

@@ -139,6 +139,8 @@ struct nbc_req *req_get(size_t scratch, int nreqs)
     r->id = 0;
     r->shm_chan = -1;
     r->shm_in_call = 0;
+    r->lane = NULL;
+    r->pieces = 0;
     live_add(r);
     return r;
 oom:
@@ -162,6 +164,7 @@ static void let_go(struct nbc_req *r)
 static void release_now(struct nbc_req *r)
 {
     let_go(r);
+    shm_lane_release(r);
     release_programs(r);
     if (r->cs && r->any_order) comm_remove_any(r->cs, r);
     if (r->cs) comm_drop(r->cs);
@@ -285,7 +288,7 @@ static int step(struct nbc_req *r, int may_issue)
     }
     if (r->progs[RUN_SHARED] && !r->shm_chosen) {
         if (r->st.err != MPI_SUCCESS) return ended(r); /* timed out while agreeing */
-        rc = shm_agree(r);
+        rc = r->any_order ? shm_lane_agree(r) : shm_agree(r);
         if (rc < 0) return ended(r);
         if (rc == 0) return INTERP_WAITING;
     }
@@ -348,10 +351,13 @@ int req_progress_all(int *moved)
     int mixed = nbc_rt.reqs.active && nbc_rt.reqs.active->priority != nbc_rt.reqs.active_tail->priority;
     long now = mixed ? now_ns() : 0;
     int moving_above = 0, moving_priority = 0; /* the highest priority seen moving */
+    int pieced = 0; /* a piece of shared-memory work ran in this pass: one a pass, so that a
+                       request started meanwhile waits for one piece at most */
     for (struct nbc_req *r = nbc_rt.reqs.active, *next; r; r = next) {
         next = r->next;
-        int may_issue = !(moving_above && moving_priority > r->priority);
+        int may_issue = !(moving_above && moving_priority > r->priority) && !(pieced && r->st.one_round);
         int s = step(r, may_issue);
+        pieced |= r->st.one_round && s == INTERP_MOVED;
         if (s != INTERP_WAITING) {
             *moved = 1;
             r->last_moved_ns = now;
@@ -392,6 +398,7 @@ void req_finalize(void)
         check_free(r);
         stall_forget(r);
         shm_end(r);
+        shm_lane_release(r);
         release_programs(r);
         if (r->cs && r->any_order) comm_remove_any(r->cs, r);
         if (r->cs) comm_drop(r->cs);

@@ -42,8 +42,6 @@
 
 #define CHANNELS SHM_CHANNELS
 #define STAGE_BYTES (64u << 10) /* shared scratch per channel */
-#define KERNEL_PIECE (256u << 10)   /* interp/remote.c's pieces: each call into the kernel costs
-                                       microseconds, so not small; three bounce pieces fit in L2 */
 #define EXIT_POLL_NS 100000000      /* how often the peers' pidfds are polled: 100 ms, where the
                                        kernel takes far longer to give an exited pid to another */
 
@@ -188,16 +186,16 @@ static int exchange(struct shm_comm *sc, comm_state *cs, MPI_Comm comm, const vo
     return MPI_SUCCESS;
 }
 
-static int process_exited(const shm_map *m);
 
 /* Frees the retired blocks every rank has let go of. */
 void shm_sweep_retired(void)
 {
+    shm_sweep_lanes();
     for (retired **at = &nbc_rt.shm.retired; *at;) {
         retired *b = *at;
         uint64_t missing = b->mates & ~__atomic_load_n(detached_of(nbc_rt.shm.base + b->off), __ATOMIC_ACQUIRE);
         for (int q = 0; q < b->p; q++)
-            if ((missing >> q & 1) && b->map[q] && process_exited(b->map[q])) missing &= ~(1ull << q);
+            if ((missing >> q & 1) && b->map[q] && shm_process_exited(b->map[q])) missing &= ~(1ull << q);
         if (missing) {
             at = &b->next;
             continue;
@@ -209,7 +207,7 @@ void shm_sweep_retired(void)
     }
 }
 
-static int attach_start(comm_state *cs, struct nbc_req *r)
+static int attach_start(comm_state *cs)
 {
     int p = cs->size;
     struct shm_comm *sc = calloc(1, sizeof *sc);
@@ -236,7 +234,7 @@ static int attach_start(comm_state *cs, struct nbc_req *r)
     /* whichever call gets here first (on another rank another call may), the messages carry
      * the tag kept for them */
     sc->tag = (int)(cs->tag_space - 1);
-    return exchange(sc, cs, r->st.comm, &sc->mine, sc->hellos, sizeof(hello));
+    return exchange(sc, cs, cs->dup.comm, &sc->mine, sc->hellos, sizeof(hello));
 }
 
 /* Whether the kernel lets this process read the peer's memory (process_vm_readv: the same
@@ -277,7 +275,7 @@ static int map_all(comm_state *cs, struct shm_comm *sc)
         /* the kernel's copies need the pidfd too: a peer that exited must be seen (peer_exited) */
         if (q != cs->rank && reached) reached = sc->map[q]->pidfd >= 0 && reach_peer(h);
     }
-    if (reached && !nbc_rt.shm.bounce) nbc_rt.shm.bounce = malloc(3 * KERNEL_PIECE);
+    if (reached && !nbc_rt.shm.bounce) nbc_rt.shm.bounce = malloc(3 * SHM_KERNEL_PIECE);
     return all ? MAPPED_ALL | (reached && nbc_rt.shm.bounce ? REACHED_ALL : 0) : 0;
 }
 
@@ -306,12 +304,12 @@ static void set_up_channels(struct shm_comm *sc, int p, int me)
 }
 
 /* 1 when the communicator is attached (or sharing is off for it), 0 while not yet, < 0 on error. */
-static int attach(comm_state *cs, struct nbc_req *r)
+static int attach(comm_state *cs)
 {
     struct shm_comm *sc = cs->shm;
     if (sc && (sc->state == ATTACHED || sc->state == SHM_OFF)) return 1;
     int rc;
-    if (!sc && (rc = attach_start(cs, r)) != MPI_SUCCESS) return -rc;
+    if (!sc && (rc = attach_start(cs)) != MPI_SUCCESS) return -rc;
     sc = cs->shm;
     int done = 0;
     MPI_Status statuses[2 * NBC_SHM_MAX_RANKS];
@@ -322,8 +320,8 @@ static int attach(comm_state *cs, struct nbc_req *r)
         sc->mapped = map_all(cs, sc);
         sc->mapped_all[cs->rank] = sc->mapped;
         sc->state = MAPPED;
-        if ((rc = exchange(sc, cs, r->st.comm, &sc->mapped, sc->mapped_all, sizeof(int32_t))) != MPI_SUCCESS) return -rc;
-        return attach(cs, r);
+        if ((rc = exchange(sc, cs, cs->dup.comm, &sc->mapped, sc->mapped_all, sizeof(int32_t))) != MPI_SUCCESS) return -rc;
+        return attach(cs);
     }
     sc->state = ATTACHED;
     sc->by_kernel = 1;
@@ -393,6 +391,7 @@ static int choose(struct nbc_req *r, int which, const char *why)
                 (unsigned long long)r->seq, shared ? "through shared memory" : "with messages: ", why);
     r->st.prog = cache_entry_program(r->progs[which]);
     r->st.shared = shared ? &r->cs->shm->chan[r->shm_chan] : NULL;
+    r->st.one_round = shared && r->pieces;
     if (shared) r->st.base[SLOT_SHARED] = r->st.shared->peer_base[r->cs->rank][SLOT_SHARED];
     return 1;
 }
@@ -435,18 +434,23 @@ static void fill_shared(struct nbc_req *r, struct shm_comm *sc, int c, const pub
 /* Fails r because rank q left its call, naming q and q's reason. */
 static int fail_left(struct nbc_req *r, struct shm_comm *sc, int q)
 {
-    uint64_t why = __atomic_load_n(&pub_of(sc->block[q], (int)(r->seq % CHANNELS))->why, __ATOMIC_RELAXED);
+    char why[MPI_MAX_ERROR_STRING + 96];
+    shm_left_text(__atomic_load_n(&pub_of(sc->block[q], (int)(r->seq % CHANNELS))->why, __ATOMIC_RELAXED), why, sizeof why);
+    r->shm_culprit = q;
+    req_fail(r, MPI_ERR_OTHER, "allreduce call %llu on shared memory: rank %d left it before it ended: %s", (unsigned long long)r->seq, q, why);
+    return -MPI_ERR_OTHER;
+}
+
+void shm_left_text(uint64_t why, char *out, size_t size)
+{
     unsigned reason = (unsigned)(why & 0xff), culprit = (unsigned)(why >> 8 & 0xffffff);
     int cls = (int)(why >> 32);
     char text[MPI_MAX_ERROR_STRING] = "", first[48] = "";
     int len = 0;
     if (reason == LEFT_FAILED && MPI_Error_string(cls, text, &len) != MPI_SUCCESS) text[0] = '\0';
     if (reason == LEFT_PEER && culprit > 0) snprintf(first, sizeof first, " (rank %u)", culprit - 1);
-    r->shm_culprit = q;
-    req_fail(r, MPI_ERR_OTHER, "allreduce call %llu on shared memory: rank %d left it before it ended: %s%s%s%s",
-             (unsigned long long)r->seq, q, reason < sizeof left_reason / sizeof *left_reason && left_reason[reason] ? left_reason[reason] : "unknown",
+    snprintf(out, size, "%s%s%s%s", reason < sizeof left_reason / sizeof *left_reason && left_reason[reason] ? left_reason[reason] : "unknown",
              first, text[0] ? ": " : "", text);
-    return -MPI_ERR_OTHER;
 }
 
 /* In the agreement, peer q has not published this call: 0 while it may still, or fails r
@@ -477,14 +481,14 @@ void shm_explain(struct nbc_req *r)
     else if (sh->other_bytes_peer >= 0) fail_bytes(r, sh->other_bytes_peer, *sh->peer_bytes[sh->other_bytes_peer], sh->bytes);
 }
 
-static int process_exited(const shm_map *m)
+int shm_process_exited(const shm_map *m)
 {
     struct pollfd f = {m->pidfd, POLLIN, 0};
     return m->exited || (m->pidfd >= 0 && poll(&f, 1, 0) > 0);
 }
 
 /* What this rank's line says of why it leaves r's call. */
-static uint64_t why_leaving(const struct nbc_req *r)
+uint64_t shm_why_leaving(const struct nbc_req *r)
 {
     if (r->shm_culprit >= 0) return LEFT_PEER | (uint64_t)(r->shm_culprit + 1) << 8 | (uint64_t)MPI_ERR_OTHER << 32;
     if (r->st.err == MPI_SUCCESS) return LEFT_ABANDONED;
@@ -509,7 +513,7 @@ static void withdraw(struct shm_comm *sc, int p, int me, uint64_t seq, uint64_t 
     for (int q = 0; q < p; q++) {
         if (q == me) continue;
         const uint64_t *in_use = &pub_of(sc->block[q], c)->using;
-        while (__atomic_load_n(in_use, __ATOMIC_ACQUIRE) == seq + 1 && !(sc->map[q] && process_exited(sc->map[q])))
+        while (__atomic_load_n(in_use, __ATOMIC_ACQUIRE) == seq + 1 && !(sc->map[q] && shm_process_exited(sc->map[q])))
             sched_yield();
     }
 }
@@ -608,7 +612,7 @@ static int agree_buffers(struct nbc_req *r, struct shm_comm *sc, int c, int dire
         char *send = r->st.base[SLOT_SEND], *recv = r->st.base[SLOT_RECV];
         int64_t send_off = shm_segment_offset(send, len), recv_off = shm_segment_offset(recv, len);
         /* private memory: the peers copy through the kernel, a piece of whole elements at a time */
-        int by_kernel = !direct && (send_off < 0 || recv_off < 0) && sc->by_kernel && (uint64_t)r->sig.esize <= KERNEL_PIECE;
+        int by_kernel = !direct && (send_off < 0 || recv_off < 0) && sc->by_kernel && (uint64_t)r->sig.esize <= SHM_KERNEL_PIECE;
         /* a peer's private buffers too are reached through the kernel: none may have exited */
         int exited = !direct && sc->by_kernel && peer_exited(sc, p);
         int ok = sc->taking_part && !exited && ((send_off >= 0 && recv_off >= 0) || by_kernel);
@@ -648,7 +652,7 @@ static int agree_buffers(struct nbc_req *r, struct shm_comm *sc, int c, int dire
     nbc_rt.shm.direct_calls += (uint64_t)direct;
     if (!by_kernel) return choose(r, which, direct ? ", straight from the peers' buffers" : "");
     nbc_rt.shm.kernel_calls++;
-    sc->chan[c].piece = KERNEL_PIECE / (uint64_t)r->sig.esize * (uint64_t)r->sig.esize;
+    sc->chan[c].piece = SHM_KERNEL_PIECE / (uint64_t)r->sig.esize * (uint64_t)r->sig.esize;
     return choose(r, RUN_SHARED, ", the private buffers through the kernel");
 }
 
@@ -656,7 +660,7 @@ int shm_agree(struct nbc_req *r)
 {
     if (r->shm_chosen) return 1;
     comm_state *cs = r->cs;
-    int rc = cs->shm && cs->shm->state == ATTACHED ? 1 : attach(cs, r);
+    int rc = cs->shm && cs->shm->state == ATTACHED ? 1 : attach(cs);
     if (rc < 0) {
         req_fail(r, -rc, "attaching the communicator's shared memory failed");
         return rc;
@@ -690,13 +694,17 @@ void shm_end(struct nbc_req *r)
 {
     if (!r->shm_in_call) return;
     r->shm_in_call = 0;
+    if (r->any_order) {
+        shm_lane_end(r);
+        return;
+    }
     struct shm_comm *sc = r->cs ? r->cs->shm : NULL;
     if (sc && sc->state == ATTACHED) {
         int me = r->cs->rank;
         /* anything but a program run to its end without error leaves the call early */
         if (r->st.err != MPI_SUCCESS || r->st.round < r->st.prog->nrounds) {
             const pub_line *mine = pub_of(sc->block[me], (int)(r->seq % CHANNELS));
-            withdraw(sc, r->cs->size, me, r->seq, why_leaving(r), r->shm_published && !mine->declined);
+            withdraw(sc, r->cs->size, me, r->seq, shm_why_leaving(r), r->shm_published && !mine->declined);
             /* flags the peers cannot trust: this rank declines from now on, which they see */
             if (r->st.shared) sc->taking_part = 0;
         } else if (r->sig.count == 0 && r->st.shared) { /* no flags: a peer called with elements would wait for them */
@@ -739,3 +747,27 @@ int shm_describe_peer(const struct nbc_req *r, int q, char *buf, size_t size)
     }
     return n;
 }
+
+/* ---- what any-order requests (shm_lane.c) need of their communicator's attachment ---- */
+
+int shm_comm_view(comm_state *cs, shm_view *v, const char **why_not)
+{
+    int rc = cs->shm && cs->shm->state == ATTACHED ? 1 : attach(cs);
+    if (rc <= 0) return rc;
+    const struct shm_comm *sc = cs->shm;
+    /* what every rank sees alike (the attachment's outcome): a reason for all to use messages */
+    *why_not = sc->state == SHM_OFF ? "no two ranks share memory, or one cannot (NBC_SHM=0, a segment its node cannot map)"
+             : !sc->one_node        ? "the ranks are on several nodes"
+                                    : NULL;
+    if (*why_not) return 1;
+    *v = (shm_view){.seg = sc->seg, .bytes = sc->bytes, .map = sc->map, .by_kernel = sc->by_kernel, .taking_part = sc->taking_part};
+    for (int q = 0; q < cs->size; q++) v->pid[q] = sc->hellos[q].pid;
+    return 1;
+}
+
+void shm_comm_distrust(comm_state *cs)
+{
+    if (cs->shm) cs->shm->taking_part = 0;
+}
+
+int shm_comm_peer_exited(const comm_state *cs) { return cs->shm && peer_exited(cs->shm, cs->size); }

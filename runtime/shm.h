@@ -15,6 +15,11 @@
  * stage (docs/shared-memory.md); below, the stage's one exchange of flags is faster. */
 #define SHM_DIRECT_MIN_BYTES 1024
 
+/* A request cut into chunks for priorities runs on shared memory in pieces of at most this
+ * many bytes of its result a step (allreduce_shm_pieces): about 0.1 ms of memory traffic, which
+ * is how long a request of higher priority started meanwhile waits for the CPU. */
+#define SHM_PIECE_BYTES (256 << 10)
+
 /* The segment's size when NBC_SHM_BYTES does not say (a quarter of the machine's memory if
  * that is less, 64 MiB at least): nbc_alloc_mem beyond it is private memory. */
 #define SHM_DEFAULT_BYTES (1ull << 30)
@@ -46,6 +51,7 @@ typedef struct {
     shm_span *spans;      /* the heap, in address order */
     shm_map *maps;        /* peers' segments mapped here */
     retired *retired;     /* blocks of freed communicators that peers may still read */
+    struct lane_retired *retired_lanes; /* lanes of freed any-order requests (shm_lane.c) */
     long polled_ns;       /* when their pidfds were last polled (now_ns) */
     char *bounce;         /* interp/remote.c's three pieces, for the process's life like the maps */
     uint64_t shared_calls, message_calls; /* how agreements ended (tests read them) */
@@ -75,6 +81,13 @@ void shm_explain(struct nbc_req *r);
 /* Call `seq` failed here before it became a request: its peers learn it (err: the reason). */
 void shm_not_started(struct comm_state *cs, uint64_t seq, int err);
 void shm_comm_free(struct comm_state *cs);
+
+/* Any-order requests (shm_lane.c): each has a lane of its own in every rank's segment (its
+ * flags and stage), agreed on at its first start. shm_lane_agree is shm_agree's counterpart,
+ * shm_lane_end shm_end's; shm_lane_release lets the lane go when the request is freed. */
+int shm_lane_agree(struct nbc_req *r);
+void shm_lane_end(struct nbc_req *r);
+void shm_lane_release(struct nbc_req *r);
 /* What peer q of r's communicator last did, read from its line (stall reports): snprintf's
  * return, or 0 when the communicator shares no memory. */
 int shm_describe_peer(const struct nbc_req *r, int q, char *buf, size_t size);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "nbc.h"
+#include "state.h" /* nbc_rt.shm: which path each start took */
 
 enum { MAX_CHECKS = 64 };
 static const char *names[MAX_CHECKS];
@@ -52,6 +53,21 @@ static double seconds(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* --shared: the requests' buffers come from nbc_alloc_mem, which the ranks of a node reach in
+ * each other's memory (each start then runs in the request's lane, docs/total-reduce.md) */
+static int shared_buffers;
+static void *buf_alloc(size_t bytes)
+{
+    void *p = NULL;
+    if (!shared_buffers) return malloc(bytes);
+    return nbc_alloc_mem((MPI_Aint)bytes, &p) == MPI_SUCCESS ? p : NULL;
+}
+static void buf_free(void *p)
+{
+    if (!shared_buffers) free(p);
+    else if (p && nbc_free_mem(p) != MPI_SUCCESS) fprintf(stderr, "nbc_free_mem: %s\n", nbc_error_message());
+}
+
 static MPI_Info any_order_info(int priority, const char *name)
 {
     MPI_Info info;
@@ -79,8 +95,8 @@ static void opposite_orders(void)
     nbc_request req[2];
     int rc = MPI_SUCCESS;
     for (int k = 0; k < 2; k++) {
-        in[k] = malloc(sizeof(int64_t) * (size_t)counts[k]);
-        out[k] = malloc(sizeof(int64_t) * (size_t)counts[k]);
+        in[k] = buf_alloc(sizeof(int64_t) * (size_t)counts[k]);
+        out[k] = buf_alloc(sizeof(int64_t) * (size_t)counts[k]);
         MPI_Info info = any_order_info(0, NULL);
         int e = nbc_allreduce_init(in[k], out[k], counts[k], MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, info, &req[k]);
         if (e != MPI_SUCCESS) rc = e;
@@ -101,8 +117,8 @@ static void opposite_orders(void)
           "rc %d: %s", rc, nbc_error_message());
     for (int k = 0; k < 2; k++) {
         nbc_request_free(&req[k]);
-        free(in[k]);
-        free(out[k]);
+        buf_free(in[k]);
+        buf_free(out[k]);
     }
 }
 
@@ -159,8 +175,8 @@ static void many_requests(int n, int iterations, int sleepy)
         t->is_double = rnd_below(4) == 0;
         t->inplace = rnd_below(5) == 0;
         size_t bytes = (size_t)t->count * 8 + 8;
-        t->out = malloc(bytes);
-        t->in = t->inplace ? t->out : malloc(bytes);
+        t->out = buf_alloc(bytes);
+        t->in = t->inplace ? t->out : buf_alloc(bytes);
         char name[32];
         snprintf(name, sizeof name, "tensor%d", k);
         MPI_Info info = any_order_info(0, name);
@@ -177,8 +193,10 @@ static void many_requests(int n, int iterations, int sleepy)
     int64_t *plain_in = malloc(sizeof(int64_t) * PLAIN_COUNT * (size_t)(nplain + 1));
     int64_t *plain_out = malloc(sizeof(int64_t) * PLAIN_COUNT * (size_t)(nplain + 1));
     nbc_request *plain = malloc(sizeof *plain * (size_t)(nplain + 1));
+    uint64_t shared_before = nbc_rt.shm.shared_calls, shared_want = 0;
     for (int it = 0; it < iterations && rc == MPI_SUCCESS && bad < 0; it++) {
-        for (int k = 0; k < n; k++) fill(&ts[k], k, it), order[k] = k;
+        for (int k = 0; k < n; k++) fill(&ts[k], k, it), order[k] = k, shared_want += ts[k].count > 0;
+        shared_want += (uint64_t)nplain; /* (the plain ones are small: the stage, on any buffers) */
         for (int k = n - 1; k > 0; k--) { /* this rank's own start order */
             int j = rnd_below(k + 1), x = order[k];
             order[k] = order[j], order[j] = x;
@@ -230,10 +248,15 @@ static void many_requests(int n, int iterations, int sleepy)
              n, iterations, sleepy ? ", ranks sleeping between starts" : "");
     check(rc == MPI_SUCCESS && bad < 0, strdup(name), "rc %d (%s); tensor %d (count %d) wrong at iteration %d", rc,
           nbc_error_message(), bad, bad >= 0 && bad < n ? ts[bad].count : PLAIN_COUNT, bad_it);
+    if (shared_buffers && size > 1) {
+        uint64_t got = nbc_rt.shm.shared_calls - shared_before;
+        check(got == shared_want, "every start with elements ran through shared memory (buffers from nbc_alloc_mem)",
+              "%llu of %llu starts did", (unsigned long long)got, (unsigned long long)shared_want);
+    }
     for (int k = 0; k < n; k++) {
         nbc_request_free(&ts[k].req);
-        if (!ts[k].inplace) free(ts[k].in);
-        free(ts[k].out);
+        if (!ts[k].inplace) buf_free(ts[k].in);
+        buf_free(ts[k].out);
     }
     free(ts);
     free(order);
@@ -247,8 +270,8 @@ static void many_requests(int n, int iterations, int sleepy)
 static void waits_in_different_orders(void)
 {
     const int count = 1 << 20; /* 8 MiB: several chunks */
-    int64_t *x = malloc(8 * (size_t)count), *y = malloc(8 * (size_t)count);
-    int64_t *xo = malloc(8 * (size_t)count), *yo = malloc(8 * (size_t)count);
+    int64_t *x = buf_alloc(8 * (size_t)count), *y = buf_alloc(8 * (size_t)count);
+    int64_t *xo = buf_alloc(8 * (size_t)count), *yo = buf_alloc(8 * (size_t)count);
     nbc_request rx, ry;
     MPI_Info lo = any_order_info(0, "low"), hi = any_order_info(5, "high");
     int rc = nbc_allreduce_init(x, xo, count, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, lo, &rx);
@@ -280,7 +303,7 @@ static void waits_in_different_orders(void)
     check(ok, "priorities never deadlock ranks that start and wait in different orders", "rc %d: %s", rc, nbc_error_message());
     nbc_request_free(&rx);
     nbc_request_free(&ry);
-    free(x), free(y), free(xo), free(yo);
+    buf_free(x), buf_free(y), buf_free(xo), buf_free(yo);
 }
 
 /* ---- a high-priority request behind bulk low-priority traffic ---- */
@@ -292,8 +315,8 @@ static void preemption(int64_t low_bytes)
     nbc_request low[NLOW], high;
     int rc = MPI_SUCCESS;
     for (int k = 0; k < NLOW && rc == MPI_SUCCESS; k++) {
-        low_in[k] = malloc(8 * (size_t)count);
-        low_out[k] = malloc(8 * (size_t)count);
+        low_in[k] = buf_alloc(8 * (size_t)count);
+        low_out[k] = buf_alloc(8 * (size_t)count);
         for (int64_t i = 0; i < count; i++) low_in[k][i] = input(rank, k, 0, i);
         MPI_Info info = any_order_info(0, "bulk");
         rc = nbc_allreduce_init(low_in[k], low_out[k], (int)count, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, info, &low[k]);
@@ -302,7 +325,12 @@ static void preemption(int64_t low_bytes)
     MPI_Info info = any_order_info(100, "urgent");
     if (rc == MPI_SUCCESS) rc = nbc_allreduce_init(&hin, &hout, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, info, &high);
     MPI_Info_free(&info);
-    /* once alone, to measure the bulk traffic by itself */
+    /* once to touch the memory (and, on shared memory, agree on the lanes: a first start
+     * exchanges messages), then alone, to measure the bulk traffic by itself */
+    if (rc == MPI_SUCCESS) rc = nbc_startall(NLOW, low);
+    if (rc == MPI_SUCCESS) rc = nbc_start(&high);
+    if (rc == MPI_SUCCESS) rc = nbc_wait(&high);
+    if (rc == MPI_SUCCESS) rc = nbc_waitall(NLOW, low);
     double t0 = seconds();
     if (rc == MPI_SUCCESS) rc = nbc_startall(NLOW, low);
     if (rc == MPI_SUCCESS) rc = nbc_waitall(NLOW, low);
@@ -331,8 +359,8 @@ static void preemption(int64_t low_bytes)
           worst[0] * 1e3, worst[1] * 1e3);
     for (int k = 0; k < NLOW; k++) {
         nbc_request_free(&low[k]);
-        free(low_in[k]);
-        free(low_out[k]);
+        buf_free(low_in[k]);
+        buf_free(low_out[k]);
     }
     nbc_request_free(&high);
 }
@@ -554,6 +582,7 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--sleep")) sleepy = 1;
         else if (!strcmp(argv[i], "--check")) check_mode = 1;
         else if (!strcmp(argv[i], "--withhold")) withhold = 1;
+        else if (!strcmp(argv[i], "--shared")) shared_buffers = 1;
         else if (!strcmp(argv[i], "--requests") && i + 1 < argc) n = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--iterations") && i + 1 < argc) iterations = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--bulk-mib") && i + 1 < argc) bulk = (int64_t)atoi(argv[++i]) << 20;
