@@ -18,7 +18,9 @@
  * a schedule file of one's own, forced with --schedules); --spin and --spin-variant: see finish().
  * nbc_auto_shared (--shared 1, the default) is nbc_auto on buffers from nbc_alloc_mem, which
  * ranks on one node reduce out of each other's memory (docs/shared-memory.md); each schedule of
- * --shared-schedules is forced on those buffers too.
+ * --shared-schedules is forced on those buffers too. nbc_anyorder_shared (with --shared 1) is a
+ * persistent any-order request (nbc_allreduce_init, nbc_start_order=any: docs/total-reduce.md)
+ * on those buffers, one per size, timed as nbc_start + nbc_wait.
  * With two ranks on one node (and --shm 1, the default) two more rows: shm_prototype, an
  * allreduce that reduces straight out of the peer's memory (bench/shm.h, on buffers of its own
  * in a shared window), and bound, the least time an allreduce can take there (shm.h says how
@@ -38,10 +40,11 @@
 #include "stats.h"
 
 /* NBC_SHARED: nbc_auto on buffers from nbc_alloc_mem, which ranks on one node reduce out of
- * each other's memory (docs/shared-memory.md); SHM: the prototype of shm.h (at p = 2 on one
- * node), on buffers in a shared window; BOUND: not a call but shm.h's lower bound, measured per
- * size and printed as a row. */
-enum { NBC, NBC_SHARED, MPI_NB, MPI_BLOCKING, SHM, BOUND };
+ * each other's memory (docs/shared-memory.md); NBC_ANYORDER: a persistent any-order request on
+ * those buffers (what training codes start out of order); SHM: the prototype of shm.h (at p = 2
+ * on one node), on buffers in a shared window; BOUND: not a call but shm.h's lower bound,
+ * measured per size and printed as a row. */
+enum { NBC, NBC_SHARED, NBC_ANYORDER, MPI_NB, MPI_BLOCKING, SHM, BOUND };
 typedef struct {
     int kind;
     const char *spec; /* nbc: the forced schedule, NULL for automatic selection */
@@ -66,10 +69,42 @@ static void die(const char *what)
 /* Small integers, so the sum is exact whatever order the ranks are added in. */
 static double value(int r, size_t i) { return (double)((r + 1) * (int)(i % 97)); }
 
+static int is_nbc(const variant *v) { return v->kind == NBC || v->kind == NBC_SHARED || v->kind == NBC_ANYORDER; }
+
+/* NBC_ANYORDER's request for the size being measured: made at its first call (an init is
+ * collective, and every rank makes its first call of a variant at the same point), freed by
+ * anyorder_free once the size is done, so that it costs nothing in any other size's batches. */
+static nbc_request anyorder = NBC_REQUEST_NULL;
+
+static int anyorder_start(int n, nbc_request *nr)
+{
+    if (anyorder == NBC_REQUEST_NULL) {
+        MPI_Info info;
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "nbc_start_order", "any");
+        int rc = nbc_allreduce_init(shared_send, shared_recv, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, info, &anyorder);
+        MPI_Info_free(&info);
+        if (rc != MPI_SUCCESS) {
+            anyorder = NBC_REQUEST_NULL;
+            return rc;
+        }
+    }
+    *nr = anyorder; /* the handle: waiting leaves a persistent request inactive, not freed */
+    return nbc_start(nr);
+}
+
+static void anyorder_free(void)
+{
+    if (anyorder != NBC_REQUEST_NULL && nbc_request_free(&anyorder) != MPI_SUCCESS)
+        die(nbc_error_message());
+    anyorder = NBC_REQUEST_NULL;
+}
+
 static int start(const variant *v, int n, nbc_request *nr, MPI_Request *mr)
 {
     if (v->kind == NBC) return nbc_iallreduce(sendbuf, recvbuf, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, nr);
     if (v->kind == NBC_SHARED) return nbc_iallreduce(shared_send, shared_recv, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, nr);
+    if (v->kind == NBC_ANYORDER) return anyorder_start(n, nr);
     if (v->kind == MPI_NB) return MPI_Iallreduce(sendbuf, recvbuf, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, mr);
     if (v->kind == SHM) {
         shm_allreduce(&pair, (size_t)n);
@@ -80,7 +115,7 @@ static int start(const variant *v, int n, nbc_request *nr, MPI_Request *mr)
 
 static int test(const variant *v, nbc_request *nr, MPI_Request *mr, int *done)
 {
-    if (v->kind == NBC || v->kind == NBC_SHARED) return nbc_test(nr, done);
+    if (is_nbc(v)) return nbc_test(nr, done);
     return MPI_Test(mr, done, MPI_STATUS_IGNORE);
 }
 
@@ -95,14 +130,14 @@ static int finish(const variant *v, nbc_request *nr, MPI_Request *mr)
         while (!done && rc == MPI_SUCCESS && MPI_Wtime() < until) rc = nbc_test(nr, &done);
         if (done || rc != MPI_SUCCESS) return rc;
     }
-    if (v->kind == NBC || v->kind == NBC_SHARED) return nbc_wait(nr);
+    if (is_nbc(v)) return nbc_wait(nr);
     if (v->kind == MPI_NB) return MPI_Wait(mr, MPI_STATUS_IGNORE);
     return MPI_SUCCESS;
 }
 
 static void force(const variant *v)
 {
-    if ((v->kind == NBC || v->kind == NBC_SHARED) && nbc_set_schedule("allreduce", v->spec) != MPI_SUCCESS)
+    if (is_nbc(v) && nbc_set_schedule("allreduce", v->spec) != MPI_SUCCESS)
         die(nbc_error_message());
 }
 
@@ -119,7 +154,8 @@ static int one_call(const variant *v, int n)
 static int check(const variant *v, int n)
 {
     force(v);
-    double *out = v->kind == SHM ? pair.recv[pair.me] : v->kind == NBC_SHARED ? shared_recv : recvbuf;
+    double *out = v->kind == SHM ? pair.recv[pair.me] : recvbuf;
+    if (v->kind == NBC_SHARED || v->kind == NBC_ANYORDER) out = shared_recv;
     for (int i = 0; i < n; i++) out[i] = -1;
     int refused = one_call(v, n) != MPI_SUCCESS, any;
     MPI_Allreduce(&refused, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
@@ -255,7 +291,7 @@ static void row_header(void)
 static void compare(FILE *csv, FILE *dat, int n, int reps, double batch_s)
 {
     int ok[MAX_VARIANTS];
-    int mpi_nb = -1, mpi_b = -1;
+    int mpi_nb = -1, mpi_b = -1, anyorder_row = -1;
     double bound = 0;
     for (int v = 0; v < nvars; v++) {
         if (vars[v].kind == BOUND) {
@@ -268,6 +304,7 @@ static void compare(FILE *csv, FILE *dat, int n, int reps, double batch_s)
         ok[v] = check(&vars[v], n);
         if (vars[v].kind == MPI_NB) mpi_nb = v;
         if (vars[v].kind == MPI_BLOCKING) mpi_b = v;
+        if (vars[v].kind == NBC_ANYORDER && ok[v] >= 0) anyorder_row = v;
     }
     /* warm-up, and a probe of how many calls fill a batch (alike on every rank) */
     double probe = 0;
@@ -284,6 +321,7 @@ static void compare(FILE *csv, FILE *dat, int n, int reps, double batch_s)
     for (int r = 0; r < reps; r++)
         for (int v = 0; v < nvars; v++)
             t[v][r] = ok[v] < 0 ? 0 : vars[v].kind == BOUND ? bound : batch(&vars[v], n, iters);
+    anyorder_free();
     for (int v = 0; v < nvars; v++) max_all(t[v], reps);
     if (rank != 0) return;
 
@@ -299,8 +337,13 @@ static void compare(FILE *csv, FILE *dat, int n, int reps, double batch_s)
         }
         double ri = s[v].median / s[mpi_nb].median, ra = s[v].median / s[mpi_b].median;
         double mbs = (double)bytes / s[v].median / 1e6;
-        char note[64] = "";
-        if (vars[v].kind == BOUND) snprintf(note, sizeof note, "  nbc_auto / bound = %.2f", s[0].median / s[v].median);
+        char note[128] = "";
+        if (vars[v].kind == BOUND) {
+            int at = snprintf(note, sizeof note, "  nbc_auto / bound = %.2f", s[0].median / s[v].median);
+            if (anyorder_row >= 0)
+                snprintf(note + at, sizeof note - (size_t)at, ", nbc_anyorder_shared / bound = %.2f",
+                         s[anyorder_row].median / s[v].median);
+        }
         printf("%2d %10zu  %-34s %11.2f %11.2f %11.2f %8.2f %8.2f %9.1f%s%s\n", nprocs, bytes, vars[v].name,
                s[v].median * 1e6, s[v].p25 * 1e6, s[v].p75 * 1e6, ri, ra, mbs, ok[v] ? "" : "  WRONG RESULT", note);
         if (csv)
@@ -378,7 +421,10 @@ int main(int argc, char **argv)
     if (min < 8 || max < min || reps < 1 || reps > MAX_REPS) die("bad --min, --max or --reps");
 
     add(NBC, NULL, spin_us, "nbc_auto");
-    if (use_shared) add(NBC_SHARED, NULL, spin_us, "nbc_auto_shared");
+    if (use_shared) {
+        add(NBC_SHARED, NULL, spin_us, "nbc_auto_shared");
+        add(NBC_ANYORDER, NULL, 0, "nbc_anyorder_shared");
+    }
     char spin_name[96];
     snprintf(spin_name, sizeof spin_name, "nbc_auto_spin%.0fus", spin_variant);
     if (spin_variant > 0) add(NBC, NULL, spin_variant, spin_name);

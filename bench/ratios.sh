@@ -47,6 +47,7 @@ while [ "$i" -le "$N" ]; do
                 for (k = 1; k <= n; k++) r(g[k] "/TCP exchange", "gloo:" g[k], "gloo:tcp_exchange")
                 r("nbc/bound", "bench:nbc_auto", "bench:bound")
                 r("shared nbc/bound", "bench:nbc_auto_shared", "bench:bound")
+                r("shared any-order nbc/bound", "bench:nbc_anyorder_shared", "bench:bound")
                 r("shared nbc/prototype", "bench:nbc_auto_shared", "bench:shm_prototype")
                 r("shared nbc/MPICH Allreduce", "bench:nbc_auto_shared", "bench:MPI_Allreduce")
                 r("shared nbc/Open MPI Allreduce (on Open MPI)", "openmpi:nbc_auto_shared", "openmpi:MPI_Allreduce")

@@ -9,7 +9,12 @@
  *   allreduce     one MPI_Allreduce of every gradient after the backward pass
  *   compute_only  no communication: the floor
  * and with --thread also nbc_prio_thread and nbc_equal_thread (nbc's progress thread instead of
- * nbc_progress calls; needs MPI_THREAD_MULTIPLE for the whole run).
+ * nbc_progress calls; needs MPI_THREAD_MULTIPLE for the whole run). Each nbc variant also runs
+ * as NAME_shm: the same requests on gradients from nbc_alloc_mem instead of malloc, which the
+ * ranks of one node may reduce through shared memory (docs/shared-memory.md; the runtime sends
+ * messages where it cannot). The MPI variants keep private memory: MPICH shares its own. The
+ * _shm gradients are one more copy of the model (418 MiB for BERT-base), within the shared
+ * segment's default 1 GiB (NBC_SHM_BYTES); a block that does not fit there is malloc's.
  *
  *   mpiexec -n P training [options] MODEL.sizes ...
  *     --iters N (10) --warmup N (2) --scale X (1) --backward-ms MS --forward X (0.5) --jitter X (0.1)
@@ -84,7 +89,7 @@ static double uniform(void) /* xorshift64*, in [0, 1) */
 static char model_name[64];
 static int n;
 static int64_t *count, *off, total;
-static float *grad;
+static float *grad, *grad_shm; /* the gradients: private (malloc), and from nbc_alloc_mem for _shm */
 
 static void load_model(const char *path)
 {
@@ -110,8 +115,10 @@ static void load_model(const char *path)
     }
     fclose(f);
     if (!n) die("%s: no sizes", path);
-    grad = aligned_alloc(64, ((size_t)total * 4 + 63) / 64 * 64);
-    if (!grad) die("out of memory for %lld floats", (long long)total);
+    size_t bytes = ((size_t)total * 4 + 63) / 64 * 64;
+    grad = aligned_alloc(64, bytes);
+    if (!grad || nbc_alloc_mem((MPI_Aint)bytes, &grad_shm)) die("out of memory for 2 x %lld floats", (long long)total);
+    memset(grad_shm, 0, bytes); /* touches the pages, as calibrate() does grad's */
 }
 
 /* Gradient values: small integers, exact in float after summing over p ranks; `stamp` changes
@@ -179,26 +186,35 @@ enum kind { NBC, MPI_TENSOR, MPI_BUCKETS, HOROVOD, ALLREDUCE, COMPUTE };
 typedef struct {
     const char *name;
     enum kind kind;
-    int priorities, thread, mpi;
+    int priorities, thread, mpi, shm; /* shm: on grad_shm */
     double iter[1000], exposed[1000]; /* per timed iteration, the slowest rank's, ms */
     int64_t bad;                      /* elements found wrong, every iteration and rank */
 } variant;
 
 static variant vars[] = {
-    {"nbc_prio", NBC, 1, 0, 0, {0}, {0}, 0},
-    {"nbc_equal", NBC, 0, 0, 0, {0}, {0}, 0},
-    {"mpi_tensor", MPI_TENSOR, 0, 0, 1, {0}, {0}, 0},
-    {"ddp_buckets", MPI_BUCKETS, 0, 0, 1, {0}, {0}, 0},
-    {"horovod", HOROVOD, 0, 0, 1, {0}, {0}, 0},
-    {"allreduce", ALLREDUCE, 0, 0, 1, {0}, {0}, 0},
-    {"compute_only", COMPUTE, 0, 0, 0, {0}, {0}, 0},
-    {"nbc_prio_thread", NBC, 1, 1, 0, {0}, {0}, 0},
-    {"nbc_equal_thread", NBC, 0, 1, 0, {0}, {0}, 0},
+    {"nbc_prio", NBC, 1, 0, 0, 0, {0}, {0}, 0},
+    {"nbc_prio_shm", NBC, 1, 0, 0, 1, {0}, {0}, 0},
+    {"nbc_equal", NBC, 0, 0, 0, 0, {0}, {0}, 0},
+    {"nbc_equal_shm", NBC, 0, 0, 0, 1, {0}, {0}, 0},
+    {"mpi_tensor", MPI_TENSOR, 0, 0, 1, 0, {0}, {0}, 0},
+    {"ddp_buckets", MPI_BUCKETS, 0, 0, 1, 0, {0}, {0}, 0},
+    {"horovod", HOROVOD, 0, 0, 1, 0, {0}, {0}, 0},
+    {"allreduce", ALLREDUCE, 0, 0, 1, 0, {0}, {0}, 0},
+    {"compute_only", COMPUTE, 0, 0, 0, 0, {0}, {0}, 0},
+    {"nbc_prio_thread", NBC, 1, 1, 0, 0, {0}, {0}, 0},
+    {"nbc_prio_thread_shm", NBC, 1, 1, 0, 1, {0}, {0}, 0},
+    {"nbc_equal_thread", NBC, 0, 1, 0, 0, {0}, {0}, 0},
+    {"nbc_equal_thread_shm", NBC, 0, 1, 0, 1, {0}, {0}, 0},
 };
-static int nvars;
+#define ALL_VARS (sizeof vars / sizeof *vars)
+static int nvars; /* those of this run: vars[0 .. nvars) */
 
-/* nbc: one persistent request per tensor, made in layer order on every rank */
-static nbc_request *nreq;
+/* nbc: one persistent request per tensor, made in layer order on every rank; one set on grad,
+ * one on grad_shm */
+static nbc_request *nreq, *nreq_shm;
+
+static float *grads(const variant *v) { return v->shm ? grad_shm : grad; }
+static nbc_request *requests(const variant *v) { return v->shm ? nreq_shm : nreq; }
 
 /* MPI_TENSOR and MPI_BUCKETS: operations launched in agreed order (tensor n-1 first, or
  * bucket 0 first); op_of[i] is tensor i's. An operation is launched once all its tensors are
@@ -360,7 +376,8 @@ static void begin(const variant *v)
 {
     if (v->kind == NBC) {
         for (int i = 0; i < n; i++)
-            if (nbc_set_priority(nreq[i], v->priorities ? n - i : 0)) die("nbc_set_priority: %s", nbc_error_message());
+            if (nbc_set_priority(requests(v)[i], v->priorities ? n - i : 0))
+                die("nbc_set_priority: %s", nbc_error_message());
         if (v->thread && nbc_progress_thread(1)) die("nbc_progress_thread: %s", nbc_error_message());
     } else if (v->kind == MPI_TENSOR || v->kind == MPI_BUCKETS) {
         int buckets = v->kind == MPI_BUCKETS;
@@ -382,7 +399,7 @@ static void begin(const variant *v)
 static void ready(const variant *v, int i)
 {
     if (v->kind == NBC) {
-        if (nbc_start(&nreq[i])) die("nbc_start: %s", nbc_error_message());
+        if (nbc_start(&requests(v)[i])) die("nbc_start: %s", nbc_error_message());
     } else if (v->kind == MPI_TENSOR || v->kind == MPI_BUCKETS) {
         op_pending[op_of[i]]--;
         while (launched < nops && op_pending[launched] == 0) launch(launched++);
@@ -401,7 +418,7 @@ static void after_backward(const variant *v)
 static void wait_for(const variant *v, int i)
 {
     if (v->kind == NBC) {
-        if (nbc_wait(&nreq[i])) die("nbc_wait: %s", nbc_error_message());
+        if (nbc_wait(&requests(v)[i])) die("nbc_wait: %s", nbc_error_message());
     } else if (v->kind == MPI_TENSOR || v->kind == MPI_BUCKETS) {
         if (MPI_Wait(&mreq[op_of[i]], MPI_STATUS_IGNORE)) die("MPI_Wait failed");
     } else if (v->kind == HOROVOD) {
@@ -417,7 +434,7 @@ static double *tmul;
 
 static void work(variant *v, int i, int backward, int64_t stamp)
 {
-    float *g = grad + off[i];
+    float *g = grads(v) + off[i];
     float mult = (float)(!backward && v->kind != COMPUTE ? nprocs * (nprocs + 1) / 2 : rank + 1);
     for (int64_t a = 0; a < count[i]; a += poll_elems) {
         int64_t len = count[i] - a < poll_elems ? count[i] - a : poll_elems;
@@ -468,6 +485,31 @@ static void iteration(variant *v, int it, int64_t stamp, double *t_iter, double 
 
 /* ---- statistics and output ---- */
 
+/* One any-order request per tensor of the gradients at base, in layer order (init is ordered). */
+static nbc_request *make_requests(float *base, const char *suffix)
+{
+    nbc_request *req = malloc(sizeof *req * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        MPI_Info info;
+        char name[96];
+        MPI_Info_create(&info);
+        MPI_Info_set(info, "nbc_start_order", "any");
+        snprintf(name, sizeof name, "%s%s.%d", model_name, suffix, i);
+        MPI_Info_set(info, "nbc_name", name);
+        if (nbc_allreduce_init(MPI_IN_PLACE, base + off[i], (int)count[i], MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, info,
+                               &req[i]))
+            die("nbc_allreduce_init: %s", nbc_error_message());
+        MPI_Info_free(&info);
+    }
+    return req;
+}
+
+static void free_requests(nbc_request *req)
+{
+    for (int i = 0; i < n; i++) nbc_request_free(&req[i]);
+    free(req);
+}
+
 static void run_model(const char *path, FILE *csv, FILE *dat)
 {
     load_model(path);
@@ -490,19 +532,8 @@ static void run_model(const char *path, FILE *csv, FILE *dat)
     double backward_us = opt.backward_ms > 0 ? 1e3 * opt.backward_ms : opt.scale * allreduce_us;
     us_per_elem = backward_us / (double)total;
 
-    nreq = malloc(sizeof *nreq * (size_t)n);
-    for (int i = 0; i < n; i++) {
-        MPI_Info info;
-        char name[96];
-        MPI_Info_create(&info);
-        MPI_Info_set(info, "nbc_start_order", "any");
-        snprintf(name, sizeof name, "%s.%d", model_name, i);
-        MPI_Info_set(info, "nbc_name", name);
-        if (nbc_allreduce_init(MPI_IN_PLACE, grad + off[i], (int)count[i], MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, info,
-                               &nreq[i]))
-            die("nbc_allreduce_init: %s", nbc_error_message());
-        MPI_Info_free(&info);
-    }
+    nreq = make_requests(grad, "");
+    nreq_shm = make_requests(grad_shm, ".shm");
     make_ops();
     horovod_init();
 
@@ -519,7 +550,7 @@ static void run_model(const char *path, FILE *csv, FILE *dat)
     for (int it = 0; it < opt.warmup + opt.iters; it++) {
         /* a round: every variant once, in an order shuffled alike on every rank, so that a
          * load that comes and goes on the machine does not always hit the same one */
-        int perm[16];
+        int perm[ALL_VARS];
         rng_state = (opt.seed + (uint64_t)it) * 0x9e3779b97f4a7c15ull | 1;
         for (int k = 0; k < nvars; k++) perm[k] = k;
         for (int k = nvars - 1; k > 0; k--) {
@@ -540,7 +571,7 @@ static void run_model(const char *path, FILE *csv, FILE *dat)
     int best = -1, ref = 0;
     double best_ratio = 0;
     while (!vars[ref].mpi) ref++;
-    stats si[16], se[16];
+    stats si[ALL_VARS], se[ALL_VARS];
     for (int k = 0; k < nvars; k++) {
         MPI_Allreduce(MPI_IN_PLACE, &vars[k].bad, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
         si[k] = summarize(vars[k].iter, opt.iters), se[k] = summarize(vars[k].exposed, opt.iters);
@@ -550,7 +581,7 @@ static void run_model(const char *path, FILE *csv, FILE *dat)
         if (vars[k].mpi && (best < 0 || m < best_ratio)) best = k, best_ratio = m;
     }
     if (rank == 0) {
-        printf("%-17s %25s %7s %25s %25s  %s\n", "variant", "iteration ms (p25..p75)", "min", "exposed ms (p25..p75)",
+        printf("%-20s %25s %7s %25s %25s  %s\n", "variant", "iteration ms (p25..p75)", "min", "exposed ms (p25..p75)",
                "ratio (p25..p75)", "result");
         if (dat)
             fprintf(dat, "# %s, p = %d: variant iteration_ms exposed_ms (medians) ratio ratio_p25 ratio_p75\n",
@@ -560,7 +591,7 @@ static void run_model(const char *path, FILE *csv, FILE *dat)
             double r[1000];
             for (int it = 0; it < opt.iters; it++) r[it] = vars[k].iter[it] / vars[best].iter[it];
             stats sr = summarize(r, opt.iters);
-            printf("%-17s %9.1f (%6.1f..%6.1f) %7.1f %9.1f (%6.1f..%6.1f) %9.3f (%5.3f..%5.3f)  %s\n", vars[k].name,
+            printf("%-20s %9.1f (%6.1f..%6.1f) %7.1f %9.1f (%6.1f..%6.1f) %9.3f (%5.3f..%5.3f)  %s\n", vars[k].name,
                    si[k].median, si[k].p25, si[k].p75, si[k].min, se[k].median, se[k].p25, se[k].p75, sr.median, sr.p25, sr.p75,
                    vars[k].bad ? "WRONG" : "ok");
             if (csv)
@@ -578,8 +609,10 @@ static void run_model(const char *path, FILE *csv, FILE *dat)
         fflush(stdout);
     }
 
-    for (int i = 0; i < n; i++) nbc_request_free(&nreq[i]);
-    free(nreq), free(order), free(tmul), free(grad), free(count), free(off);
+    /* the requests first: nbc_free_mem refuses a block that a persistent request is bound to */
+    free_requests(nreq), free_requests(nreq_shm);
+    if (nbc_free_mem(grad_shm)) die("nbc_free_mem: %s", nbc_error_message());
+    free(order), free(tmul), free(grad), free(count), free(off);
     free(op_of), free(op_pending), free(op_lo), free(op_hi), free(bucket_lo), free(bucket_hi), free(mreq);
     free(hv.mine), free(hv.sent), free(hv.done), free(hv.scheduled), free(hv.all), free(hv.seq), free(hv.resp);
     free(hv.fusion);
@@ -621,17 +654,13 @@ int main(int argc, char **argv)
         die("usage: training [--iters N] [--warmup N] [--scale X] [--backward-ms MS] [--forward X] [--jitter X] [--window K] "
             "[--poll-us US] [--seed S] [--bucket-mib M] [--first-bucket-mib M] [--fusion-mib M] [--cycle-ms MS] "
             "[--thread] [--variants NAME,...] [--csv FILE] [--dat FILE] MODEL.sizes ...");
-    nvars = opt.thread ? 9 : 7;
-    if (opt.variants) { /* keep only those named, in their usual order */
-        int kept = 0;
-        char list[256];
-        snprintf(list, sizeof list, ",%s,", opt.variants);
-        for (int k = 0; k < nvars; k++) {
-            char name[40];
-            snprintf(name, sizeof name, ",%s,", vars[k].name);
-            if (strstr(list, name)) vars[kept++] = vars[k];
-        }
-        nvars = kept;
+    /* the thread variants only with --thread; with --variants only those named; in their usual order */
+    char list[256];
+    snprintf(list, sizeof list, ",%s,", opt.variants ? opt.variants : "");
+    for (size_t k = 0; k < ALL_VARS; k++) {
+        char name[40];
+        snprintf(name, sizeof name, ",%s,", vars[k].name);
+        if ((opt.thread || !vars[k].thread) && (!opt.variants || strstr(list, name))) vars[nvars++] = vars[k];
     }
     int mpi_variants = 0;
     for (int k = 0; k < nvars; k++) mpi_variants += vars[k].mpi;

@@ -4,12 +4,13 @@
 # other work on the machine disturbs least). Data: the .dat bench/training writes (a block per
 # model: variant iteration_ms exposed_ms ratio ratio_p25 ratio_p75).
 #   gnuplot -e "dat='bench/results/training-p2.dat'; png='bench/results/training-p2.png'; p=2" bench/training.gp
-set terminal pngcairo size 1400,900 font ",10" noenhanced
+set terminal pngcairo size 1600,900 font ",10" noenhanced
 set output png
 models = system("sed -n 's/^# \\([^,]*\\),.*/\\1/p' " . dat)
 set multiplot layout 2, words(models) title sprintf("synthetic data-parallel step, p = %d: iteration time, exposed communication, ratio to the best MPI variant", p)
 set grid ytics
 set xtics rotate by -35 left
+set rmargin 14 # room for the right panels' last label (nbc_equal_thread_shm), which runs past their edge
 do for [m = 1:words(models)] {
     set title word(models, m)
     set style data histograms
