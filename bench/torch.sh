@@ -4,8 +4,10 @@
 # the model in turns within one mpiexec (so that a busy machine slows them alike): the median
 # of STEPS iterations each, its ratio to DDP with Gloo's median, and the median over the turns
 # of each turn's ratio to Gloo's turn in the same round (what load disturbs least). Three runs:
-# nbc on shared memory; nbc over TCP (Open MPI's shared memory off: Gloo's transport); a model
-# whose ranks produce gradients in different orders. Writes bench/results/torch-p2.csv.
+# nbc on shared memory (Total Reduce's gradients in nbc's memory, and in torch's for
+# nbc-total-private); nbc over TCP (Open MPI's shared memory and nbc's own off: Gloo's
+# transport); a model whose ranks produce gradients in different orders. Writes
+# bench/results/torch-p2.csv.
 # Usage: sh bench/torch.sh [OUTDIR]   (STEPS, ROUNDS, BATCH, IMAGE, PYTHON may be set)
 out=${1:-bench/results}
 mkdir -p "$out"
@@ -21,9 +23,9 @@ echo "run,backend,model,nbc_transport,median_ms,min_ms,max_ms,ratio_of_medians,r
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 run() { # NAME MODEL TRANSPORT BACKENDS
-    btl=""
-    [ "$3" = tcp ] && btl=self,tcp
-    env ${btl:+OMPI_MCA_btl=$btl} timeout 1200 mpiexec.openmpi --oversubscribe -n 2 "$py" examples/train_resnet.py \
+    btl="" nbcshm=""
+    [ "$3" = tcp ] && btl=self,tcp nbcshm=0  # nbc's shared memory would bypass TCP too
+    env ${btl:+OMPI_MCA_btl=$btl} ${nbcshm:+NBC_SHM=$nbcshm} timeout 1200 mpiexec.openmpi --oversubscribe -n 2 "$py" examples/train_resnet.py \
         --model "$2" --steps "$STEPS" --rounds "$ROUNDS" --batch "$BATCH" --image "$IMAGE" --backend "$4" > "$tmp" 2>&1
     gloo=$(sed -n 's/^gloo: .* median \([0-9.]*\) ms.*/\1/p' "$tmp")
     [ -n "$gloo" ] || { echo "run $1 failed:"; tail -n 5 "$tmp"; return; }
@@ -39,7 +41,7 @@ run() { # NAME MODEL TRANSPORT BACKENDS
 }
 echo "p = 2, batch $BATCH, ${IMAGE}x$IMAGE images, $STEPS iterations per backend in $ROUNDS turns; ratios to"
 echo "DDP with Gloo in the same run (Gloo always uses TCP; the transport column is nbc's)"
-run shm resnet18 shm none,gloo,nbc-hook,nbc-hook-wait,nbc-hook-pt,nbc-total,nbc-total-noprio,nbc-total-pt,nbc-total-thread,nbc-total-fused
+run shm resnet18 shm none,gloo,nbc-hook,nbc-hook-wait,nbc-hook-pt,nbc-total,nbc-total-private,nbc-total-noprio,nbc-total-pt,nbc-total-thread,nbc-total-fused
 run tcp resnet18 tcp none,gloo,nbc-hook,nbc-total,nbc-total-noprio,nbc-total-thread
 run orders branches shm none,gloo,nbc-hook,nbc-total,nbc-total-noprio,nbc-total-thread
 # the figure's data: a block per run (backend ratio q1 q3), then the figure when gnuplot is here

@@ -5,9 +5,12 @@ averaged by the backend you pick:
 
   none              no communication (each rank trains alone: the floor)
   gloo              DistributedDataParallel with torch's Gloo backend
-  nbc-hook          DDP, its buckets allreduced by nbc (nbc.torch.allreduce_hook)
-  nbc-total         nbc's Total Reduce synchronizer: any order, front layers first
-  nbc-total-noprio  the same, every request at one priority
+  nbc-hook          DDP, its buckets allreduced by nbc (nbc.torch.allreduce_hook): one
+                    persistent request per bucket, started at every step
+  nbc-total         nbc's Total Reduce synchronizer: any order, front layers first, the
+                    gradients in nbc's memory (reduced through it between ranks of a node)
+  nbc-total-private the same with the gradients in torch's memory (shared_memory=False)
+  nbc-total-noprio  the same as nbc-total, every request at one priority
   nbc-hook-wait     the hook waits for its bucket (no Python thread)
   nbc-hook-pt, nbc-total-pt   with nbc's progress thread on
   nbc-total-thread  a Python thread calls nbc.progress() during the backward pass
@@ -39,8 +42,8 @@ import torch.nn as nn
 import torchvision
 from mpi4py import MPI
 
-BACKENDS = ("none", "gloo", "nbc-hook", "nbc-hook-wait", "nbc-hook-pt", "nbc-total", "nbc-total-noprio",
-            "nbc-total-pt", "nbc-total-thread", "nbc-total-fused")
+BACKENDS = ("none", "gloo", "nbc-hook", "nbc-hook-wait", "nbc-hook-pt", "nbc-total", "nbc-total-private",
+            "nbc-total-noprio", "nbc-total-pt", "nbc-total-thread", "nbc-total-fused")
 
 
 class Branches(nn.Module):
@@ -88,17 +91,18 @@ class Run:
         self.backend = backend
         self.model = (Branches(rank=rank) if args.model == "branches"
                       else torchvision.models.resnet18(num_classes=10))
-        self.net, self.sync = self.model, None
+        self.net, self.sync, self.state = self.model, None, None
         self.progress_thread = backend.endswith("-pt")
         if "hook" in backend or backend == "gloo":
             self.net = nn.parallel.DistributedDataParallel(self.model)
             if "hook" in backend:
-                state = nbt.HookState(progress="wait" if backend == "nbc-hook-wait" else "thread")
-                self.net.register_comm_hook(state, nbt.allreduce_hook)
+                self.state = nbt.HookState(progress="wait" if backend == "nbc-hook-wait" else "thread")
+                self.net.register_comm_hook(self.state, nbt.allreduce_hook)
         elif backend.startswith("nbc-total"):
             fuse = args.fuse_bytes or (1 << 20 if backend == "nbc-total-fused" else 0)
             self.sync = nbt.TotalReduce(self.model, priorities=backend != "nbc-total-noprio", fuse_bytes=fuse,
-                                        progress="thread" if backend == "nbc-total-thread" else "hooks")
+                                        progress="thread" if backend == "nbc-total-thread" else "hooks",
+                                        shared_memory=backend != "nbc-total-private")
         self.opt = torch.optim.SGD(self.model.parameters(), lr=0.01, momentum=0.9)
         self.times = []
         self.rounds = []  # the timed iterations of each turn
@@ -167,6 +171,8 @@ def main():
     for run in runs:
         if run.sync:
             run.sync.close()
+        if run.state:
+            run.state.close()
         # every rank's parameters must agree (except with no communication)
         digest = float(sum(p.detach().double().sum() for p in run.model.parameters()))
         digests = comm.gather(digest, root=0)

@@ -13,7 +13,7 @@ the PyTorch parts: a DDP communication hook and the Total Reduce gradient synchr
 from ._lib import LibraryError, mpi_flavor
 from ._core import (  # noqa: F401
     FLAVOR, LIBRARY_PATH, IN_PLACE, SUM, PROD, MAX, MIN, LAND, LOR, LXOR, BAND, BOR, BXOR,
-    Error, Request, error_message, empty, zeros,
+    Error, Request, error_message, empty, zeros, from_alloc_mem,
     iallreduce, ireduce, ibcast, ibarrier, ireduce_scatter_block, iallgather, iallreduce_multi,
     allreduce, reduce, bcast, barrier, reduce_scatter_block, allgather, allreduce_multi,
     allreduce_init, reduce_init, bcast_init, barrier_init, reduce_scatter_block_init,

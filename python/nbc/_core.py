@@ -205,15 +205,15 @@ _reaping = threading.Lock()  # one thread at a time: two testing one request wou
 
 
 def _reap():
-    if not _orphans or not _reaping.acquire(blocking=False):
-        return
-    try:
-        for r in list(_orphans):
-            if r.test():
-                _orphans.remove(r)
-                r.free()
-    finally:
-        _reaping.release()
+    if _orphans and _reaping.acquire(blocking=False):
+        try:
+            for r in list(_orphans):
+                if r.test():
+                    _orphans.remove(r)
+                    r.free()
+        finally:
+            _reaping.release()
+    _free_refused()
 
 
 class Request:
@@ -276,6 +276,7 @@ class Request:
             _check(_request_free(ctypes.byref(self._handle)))
         self._handle = ctypes.c_void_p(None)
         self._keep = None
+        _free_refused()
 
     def __del__(self):
         # dropped while active: kept alive, buffers and all, until progress() sees it complete
@@ -288,6 +289,9 @@ class Request:
                 self._handle = ctypes.c_void_p(None)
             elif self.persistent:
                 _request_free(ctypes.byref(self._handle))
+                self._handle = ctypes.c_void_p(None)
+                self._keep = None
+                _free_refused()
         except Exception:
             pass
 
@@ -331,6 +335,26 @@ def _info(info, priority, any_order, name):
 
 # ---- memory the ranks of a node share (nbc_alloc_mem) ----
 
+_blocks = {}  # the blocks allocated and not yet freed: address -> bytes (for from_alloc_mem)
+_refused = []  # blocks whose free nbc refused (a request still bound to them): freed later
+_freeing = threading.Lock()  # one thread at a time: two retrying one block would free it twice
+
+
+def _free_refused():
+    """Frees the blocks nbc refused to free while a request was bound to them; called after
+    requests are freed (and by progress()), so a block the collector finalized before its
+    request is freed once that request has gone."""
+    if not _refused or not _freeing.acquire(blocking=False):
+        return
+    try:
+        for addr in list(_refused):
+            if _free_mem(addr) != MPI.ERR_BUFFER:
+                _refused.remove(addr)
+                _blocks.pop(addr, None)
+    finally:
+        _freeing.release()
+
+
 class _Memory:
     """One block from nbc_alloc_mem, seen by NumPy through __array_interface__: an array made
     from it has it as its base, so the block is freed (nbc_free_mem) when the last array on it
@@ -342,9 +366,12 @@ class _Memory:
         shape = (int(shape),) if np.isscalar(shape) else tuple(int(n) for n in shape)
         if any(n < 0 for n in shape):
             raise Error(MPI.ERR_ARG, "negative dimensions in shape %r" % (shape,))
+        _free_refused()
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         p = _P()
-        _check(_alloc_mem(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize, ctypes.byref(p)))
+        _check(_alloc_mem(nbytes, ctypes.byref(p)))
         self.addr = p.value
+        _blocks[self.addr] = max(nbytes, 1)
         self.__array_interface__ = {"data": (self.addr, False), "shape": shape, "typestr": dtype.str,
                                     "descr": dtype.descr, "version": 3}
 
@@ -355,10 +382,28 @@ class _Memory:
         try:
             if self.addr is None or sys.is_finalizing() or MPI.Is_finalized():
                 return
-            _free_mem(self.addr)
-            self.addr = None
+            addr, self.addr = self.addr, None
+            # A request holds its buffers, so it normally goes first; if the collector got here
+            # before it (both garbage at once), nbc refuses while the request is bound to the
+            # block, and the block stays until the request is freed.
+            if _free_mem(addr) == MPI.ERR_BUFFER:
+                _refused.append(addr)
+            else:
+                _blocks.pop(addr, None)
         except Exception:
             pass
+
+
+def from_alloc_mem(buf):
+    """True when buf (a NumPy array, a CPU tensor, or an address) lies in a block from
+    nbc.empty, nbc.zeros or nbc.torch.empty/zeros (nbc_alloc_mem) that is still allocated."""
+    if isinstance(buf, np.ndarray):
+        lo, n = buf.ctypes.data, buf.nbytes
+    elif hasattr(buf, "data_ptr"):
+        lo, n = buf.data_ptr(), buf.numel() * buf.element_size()
+    else:
+        lo, n = int(buf), 1
+    return any(base <= lo and lo + n <= base + size for base, size in list(_blocks.items()))
 
 
 def empty(shape, dtype=np.float64):
@@ -735,6 +780,7 @@ def _on_drop(handle, keep, persistent, active, name, nbytes):
         _orphans.append(_fast.wrap(handle, keep, persistent, name, nbytes, True))
     elif persistent:
         _request_free(ctypes.byref(_REQ(handle)))
+        _free_refused()
 
 
 def _addr(fn):

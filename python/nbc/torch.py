@@ -1,12 +1,13 @@
 """nbc under PyTorch training: a DDP communication hook and the Total Reduce synchronizer.
 
-DDP hook (DDP keeps its buckets and their fixed order; nbc reduces them):
+DDP hook (DDP keeps its buckets and their fixed order; nbc reduces them, one persistent
+request per bucket):
 
     state = nbc.torch.HookState()
     ddp_model.register_comm_hook(state, nbc.torch.allreduce_hook)
 
 Total Reduce (no DDP, no agreed order: every gradient is reduced as soon as it is ready, by a
-persistent any-order request, front layers first):
+persistent any-order request, front layers first; the gradients live in nbc's memory):
 
     sync = nbc.torch.TotalReduce(model)
     loss.backward(); sync.synchronize(); optimizer.step()
@@ -46,11 +47,15 @@ def zeros(shape, dtype=torch.float32):
 
 
 class HookState:
-    """The state of allreduce_hook. progress says who completes DDP's futures:
+    """The state of allreduce_hook: one persistent allreduce per DDP bucket, made when the hook
+    first sees the bucket's buffer and again only when DDP replaces it (it rebuilds its buckets
+    once, after the first iteration), then started at every step. progress says who completes
+    DDP's futures:
     'thread' (default): a Python thread tests the requests and completes each future when its
         bucket is reduced, so communication overlaps the rest of the backward pass;
     'wait': the hook waits for its own bucket (no overlap; the simplest, for comparison).
-    progress_thread=True also starts nbc's progress thread (NBC_PROGRESS_THREAD does too)."""
+    progress_thread=True also starts nbc's progress thread (NBC_PROGRESS_THREAD does too).
+    close() frees the requests."""
 
     def __init__(self, comm=MPI.COMM_WORLD, progress="thread", poll_seconds=50e-6, progress_thread=False):
         if progress not in ("thread", "wait"):
@@ -59,11 +64,36 @@ class HookState:
         self.size = comm.Get_size()
         self.progress = progress
         self.poll_seconds = poll_seconds
+        self._requests = {}  # bucket index -> ((address, elements, dtype) of its buffer, request)
         self._pending = collections.deque()
         self._cv = threading.Condition()
         self._thread = None
         if progress_thread:
             nbc.progress_thread(True)
+
+    def _request(self, bucket, tensor):
+        """The bucket's persistent request, made anew when its buffer is not the request's.
+        DDP calls the hook in bucket order on every rank, so the inits (collective, ordered)
+        come in one order everywhere."""
+        index = bucket.index()
+        key = (tensor.data_ptr(), tensor.numel(), tensor.dtype)
+        old = self._requests.get(index)
+        if old is None or old[0] != key:
+            if old is not None:
+                old[1].free()  # completed in its step (DDP waited for it); holds the old buffer
+            req = nbc.allreduce_init(nbc.IN_PLACE, tensor, op=nbc.SUM, comm=self.comm, name="bucket%d" % index)
+            self._requests[index] = (key, req)
+        if bucket.is_last():  # buckets past the last are from before a rebuild: let their buffers go
+            for i in [i for i in self._requests if i > index]:
+                self._requests.pop(i)[1].free()
+        return self._requests[index][1]
+
+    def close(self):
+        """Frees the requests (each completes first); the next hook makes them again."""
+        for _, req in self._requests.values():
+            req.free()
+        self._requests = {}
+        nbc._free_refused()
 
     def _submit(self, req, fut, tensor):
         with self._cv:
@@ -95,12 +125,13 @@ class HookState:
 
 
 def allreduce_hook(state, bucket):
-    """DDP's default allreduce (the average over ranks), by nbc_iallreduce on the bucket's own
-    memory; returns the torch.futures.Future DDP waits on."""
+    """DDP's default allreduce (the average over ranks), by the bucket's persistent allreduce
+    on the bucket's own memory, in place; returns the torch.futures.Future DDP waits on."""
     tensor = bucket.buffer()
     tensor.div_(state.size)
     fut = torch.futures.Future()
-    req = nbc.iallreduce(nbc.IN_PLACE, tensor, op=nbc.SUM, comm=state.comm)
+    req = state._request(bucket, tensor)
+    req.start()
     if state.progress == "wait":
         req.wait()
         fut.set_result(tensor)
@@ -139,13 +170,15 @@ class _Poller:
 
 class _Group:
     """Parameters reduced by one persistent request: their gradients are views of one buffer,
-    followed by one flag per parameter (1 where this rank produced a gradient this step)."""
+    followed by one flag per parameter (1 where this rank produced a gradient this step). The
+    buffer is in nbc's memory (shared=True), so on one node the request reduces straight out of
+    every rank's gradients, or in torch's own."""
 
-    def __init__(self, params, index):
+    def __init__(self, params, index, shared):
         self.params = params
         self.index = index
         self.numel = sum(p.numel() for p in params)
-        self.buf = torch.zeros(self.numel + len(params), dtype=params[0].dtype)
+        self.buf = (zeros if shared else torch.zeros)(self.numel + len(params), dtype=params[0].dtype)
         self.views = []
         off = 0
         for p in params:
@@ -169,6 +202,9 @@ class TotalReduce:
     for everything, and must come before optimizer.step(). Progress: every hook calls
     nbc.progress(); progress="thread" adds a Python thread that calls it every poll_seconds
     from the first start of a step to synchronize(); progress_thread=True starts nbc's own.
+    shared_memory=True (the default) puts the gradients in nbc's memory (nbc.torch.zeros), so
+    the ranks of a node reduce out of each other's gradients where they are; False keeps them
+    in torch's memory. close() frees the requests; the memory goes with the last .grad on it.
 
     A parameter for which this rank produced no gradient in a step contributes zeros; if no
     rank produced one, its .grad is set to None after synchronize() (the optimizer skips it),
@@ -176,7 +212,7 @@ class TotalReduce:
     """
 
     def __init__(self, model, comm=MPI.COMM_WORLD, priorities=True, fuse_bytes=0, progress="hooks",
-                 poll_seconds=50e-6, progress_thread=False):
+                 poll_seconds=50e-6, progress_thread=False, shared_memory=True):
         if progress not in ("hooks", "thread"):
             raise ValueError("progress is 'hooks' or 'thread'")
         self._poller = _Poller(poll_seconds) if progress == "thread" else None
@@ -190,14 +226,15 @@ class TotalReduce:
         for p in params:
             nbytes = p.numel() * p.element_size()
             if cur and (cur_bytes + nbytes > fuse_bytes or p.dtype != cur[0].dtype):
-                self.groups.append(_Group(cur, len(self.groups)))
+                self.groups.append(_Group(cur, len(self.groups), shared_memory))
                 cur, cur_bytes = [], 0
             cur.append(p)
             cur_bytes += nbytes
         if cur:
-            self.groups.append(_Group(cur, len(self.groups)))
+            self.groups.append(_Group(cur, len(self.groups), shared_memory))
         n = len(self.groups)
         self._accumulators = []  # the hooks live as long as these do
+        self._handles = []  # close() removes the hooks (they hold self, and so the groups)
         self._where = {}
         for g in self.groups:
             # init is collective: made in the same (model) order on every rank
@@ -208,7 +245,7 @@ class TotalReduce:
                 self._where[p] = (g, i)
                 p.grad = g.views[i]
                 acc = p.expand_as(p).grad_fn.next_functions[0][0]
-                acc.register_hook(self._hook(p))
+                self._handles.append(acc.register_hook(self._hook(p)))
                 self._accumulators.append(acc)
         self._ready = [False] * sum(len(g.params) for g in self.groups)
         self._marks = {}
@@ -280,6 +317,11 @@ class TotalReduce:
         self._ready = [False] * len(self._ready)
 
     def close(self):
+        """Frees the requests, then lets the buffers go: nbc refuses to free memory a request is
+        bound to, so the requests must go first (the .grad views keep the memory until then)."""
         for g in self.groups:
             g.req.free()
-        self.groups = []
+        for h in self._handles:
+            h.remove()
+        self.groups, self._where, self._handles, self._accumulators = [], {}, [], []
+        nbc._free_refused()

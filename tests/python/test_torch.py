@@ -1,6 +1,8 @@
 """PyTorch on nbc (run at p = 2): CPU tensors in place, the DDP hook and the Total Reduce
 synchronizer against DDP with Gloo (same seed, same data), parameters with no gradient on some
-ranks, and gradients produced in different orders on different ranks."""
+ranks, and gradients produced in different orders on different ranks; Total Reduce's buffers
+in nbc's memory, and the hook's one persistent request per DDP bucket."""
+import gc
 import os
 import socket
 import unittest
@@ -9,6 +11,7 @@ import numpy as np
 from mpi4py import MPI
 
 import nbc
+from nbc import _core
 
 torch = None
 try:
@@ -73,7 +76,8 @@ def batch(step, rank):
     return torch.randn(16, 8, generator=g), torch.randn(16, 4, generator=g)
 
 
-def train(kind, orders=None, unused_on=None, hook_progress="thread", fuse=0, priorities=True, progress="hooks"):
+def train(kind, orders=None, unused_on=None, hook_progress="thread", fuse=0, priorities=True, progress="hooks",
+          shared=True):
     """STEPS steps of SGD with momentum; returns the flat parameters and the record of the
     order gradients were produced in on this rank."""
     torch.manual_seed(0)
@@ -81,14 +85,17 @@ def train(kind, orders=None, unused_on=None, hook_progress="thread", fuse=0, pri
     seen = []
     for i, t in enumerate(model.towers):
         t[0].weight.register_hook(lambda g, i=i: seen.append(i))
-    sync = None
+    sync = state = None
     net = model
     if kind in ("gloo", "hook"):
         net = DDP(model, find_unused_parameters=True)  # `never` is never used
         if kind == "hook":
-            net.register_comm_hook(nbt.HookState(progress=hook_progress), nbt.allreduce_hook)
+            state = nbt.HookState(progress=hook_progress)
+            net.register_comm_hook(state, nbt.allreduce_hook)
     elif kind == "total":
-        sync = nbt.TotalReduce(model, priorities=priorities, fuse_bytes=fuse, progress=progress)
+        sync = nbt.TotalReduce(model, priorities=priorities, fuse_bytes=fuse, progress=progress, shared_memory=shared)
+        if shared:
+            assert all(nbc.from_alloc_mem(p.grad) for p in model.parameters()), "a gradient is not in nbc's memory"
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     for step in range(STEPS):
         model.order = orders(step) if orders else list(range(len(model.towers)))
@@ -103,6 +110,8 @@ def train(kind, orders=None, unused_on=None, hook_progress="thread", fuse=0, pri
         opt.step()
     if sync:
         sync.close()
+    if state:
+        state.close()
     return torch.cat([p.detach().reshape(-1) for p in model.parameters()]).numpy().copy(), seen
 
 
@@ -146,6 +155,7 @@ class Training(unittest.TestCase):
                          ("DDP + nbc hook (wait)", dict(kind="hook", hook_progress="wait")),
                          ("Total Reduce", dict(kind="total")),
                          ("Total Reduce, a polling thread", dict(kind="total", progress="thread")),
+                         ("Total Reduce, private memory", dict(kind="total", shared=False)),
                          ("Total Reduce, no priorities, fused", dict(kind="total", priorities=False, fuse=4096))):
             got, _ = train(**kw)
             self.same_everywhere(got, what)
@@ -187,6 +197,126 @@ class Training(unittest.TestCase):
             self.assertNotEqual(all_seen[0], all_seen[1], "the ranks produced gradients in the same order")
         self.same_everywhere(got, "Total Reduce, different orders")
         self.close_to(got, ref, "Total Reduce, different orders")
+
+
+class Frees:
+    """Records nbc_free_mem's calls (address, return code) while in use."""
+
+    def __enter__(self):
+        self.calls, self.real = [], _core._free_mem
+
+        def free(addr):
+            rc = self.real(addr)
+            self.calls.append((addr, rc))
+            return rc
+        _core._free_mem = free
+        return self
+
+    def __exit__(self, *exc):
+        _core._free_mem = self.real
+
+
+class Inits:
+    """Counts nbc.allreduce_init's calls while in use."""
+
+    def __enter__(self):
+        self.count, self.real = 0, _core.allreduce_init
+
+        def init(*args, **kw):
+            self.count += 1
+            return self.real(*args, **kw)
+        _core.allreduce_init = init
+        return self
+
+    def __exit__(self, *exc):
+        _core.allreduce_init = self.real
+
+
+@unittest.skipIf(MISSING, "torch: %s" % MISSING)
+class Memory(unittest.TestCase):
+    def test_total_reduce_buffers(self):
+        """shared_memory=True: every group's buffer (so every .grad) is a block of nbc's memory,
+        freed once, without an error, after close() and the last .grad; False: torch's memory."""
+        torch.manual_seed(0)
+        model = Towers()
+        gc.collect()  # earlier tests' garbage frees its own blocks
+        with Frees() as f:
+            sync = nbt.TotalReduce(model, fuse_bytes=4096)
+            bufs = sorted(g.buf.data_ptr() for g in sync.groups)
+            self.assertTrue(all(nbc.from_alloc_mem(g.buf) for g in sync.groups))
+            x, y = batch(0, RANK)
+            ((model(x) - y) ** 2).mean().backward()
+            sync.synchronize()
+            self.assertTrue(all(nbc.from_alloc_mem(p.grad) for p in model.parameters() if p.grad is not None))
+            sync.close()
+            self.assertEqual(f.calls, [])  # the .grad views still hold the memory
+            del sync
+            model.zero_grad(set_to_none=True)
+            gc.collect()
+            self.assertEqual(sorted(a for a, _ in f.calls), bufs)
+            self.assertTrue(all(rc == MPI.SUCCESS for _, rc in f.calls), f.calls)
+        private = nbt.TotalReduce(Towers(), shared_memory=False)
+        self.assertFalse(any(nbc.from_alloc_mem(g.buf) for g in private.groups))
+        private.close()
+
+    def test_block_finalized_before_its_request(self):
+        """The collector may finalize a block before the request bound to it: nbc refuses the
+        free, and the block is freed once the request is."""
+        a = nbc.zeros(1000)
+        addr = a.ctypes.data
+        req = nbc.allreduce_init(nbc.IN_PLACE, a)
+        with Frees() as f:
+            a.base.__del__()  # what the collector would do first
+            self.assertEqual(f.calls, [(addr, MPI.ERR_BUFFER)])
+            self.assertTrue(nbc.from_alloc_mem(addr))
+            req.free()
+            del a, req
+            nbc.progress()
+            self.assertEqual(f.calls, [(addr, MPI.ERR_BUFFER), (addr, MPI.SUCCESS)])
+            self.assertFalse(nbc.from_alloc_mem(addr))
+
+
+@unittest.skipIf(MISSING, "torch: %s" % MISSING)
+class Hook(unittest.TestCase):
+    def test_one_request_per_bucket(self):
+        """Buckets of 0.3 MB over six layers of 263 KB: DDP rebuilds them after the first
+        iteration; the hook makes a request per bucket in each of the first two steps and none
+        after, keeps one per bucket, and trains as DDP with Gloo does."""
+        def run(state):
+            torch.manual_seed(0)
+            model = nn.Sequential(*[nn.Linear(256, 256) for _ in range(6)])
+            net = DDP(model, bucket_cap_mb=0.3)
+            buckets = set()
+            if state:
+                def hook(st, bucket):
+                    buckets.add(bucket.index())
+                    return nbt.allreduce_hook(st, bucket)
+                net.register_comm_hook(state, hook)
+            opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+            inits = []
+            for step in range(4):
+                buckets.clear()
+                g = torch.Generator().manual_seed(1000 * step + RANK)
+                with Inits() as n:
+                    opt.zero_grad()
+                    net(torch.randn(4, 256, generator=g)).pow(2).mean().backward()
+                opt.step()
+                inits.append(n.count)
+            return torch.cat([p.detach().reshape(-1) for p in model.parameters()]).numpy().copy(), inits, buckets
+        ref, _, _ = run(None)
+        for progress in ("thread", "wait"):
+            state = nbt.HookState(progress=progress)
+            got, inits, buckets = run(state)
+            self.assertGreater(len(buckets), 1, "one bucket: the test sees nothing")
+            self.assertEqual(inits[2:], [0, 0], inits)
+            self.assertGreater(inits[1], 0, "DDP did not rebuild its buckets: %s" % inits)
+            self.assertEqual(sorted(state._requests), sorted(buckets))
+            state.close()
+            self.assertEqual(state._requests, {})
+            everyone = COMM.allgather(got)
+            for r, other in enumerate(everyone):
+                np.testing.assert_array_equal(other, got, err_msg="hook (%s): rank %d differs" % (progress, r))
+            np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6, err_msg="hook (%s)" % progress)
 
 
 if __name__ == "__main__":
