@@ -82,6 +82,12 @@ static void waits_for(struct nbc_req *r, char *out, size_t size, uint64_t *peers
         *peers = others;
         return;
     }
+    if (r->progs[RUN_SHARED] && !r->shm_chosen && r->any_order) {
+        put(out, size, &n, "waits in its lane on shared memory: a rank has not started this start yet, or has not ended the "
+            "one before, or (the first start) has not told where its lane and buffers are");
+        *peers = others;
+        return;
+    }
     if (r->progs[RUN_SHARED] && !r->shm_chosen) {
         put(out, size, &n, "waits to agree on shared memory for this call (channel %d): a rank has not reached it, or an "
             "earlier call on the channel has not ended everywhere", (int)(r->seq % SHM_CHANNELS));

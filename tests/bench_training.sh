@@ -43,14 +43,14 @@ why=$(awk -F, '
         seen[$3] = 1
     }
     END {
-        n = split("nbc_prio nbc_equal mpi_tensor ddp_buckets horovod allreduce compute_only", v, " ")
+        n = split("nbc_prio nbc_prio_shm nbc_equal nbc_equal_shm mpi_tensor ddp_buckets horovod allreduce compute_only", v, " ")
         for (i = 1; i <= n; i++) if (!(v[i] in seen)) bad("no row for " v[i])
         print err
     }' "$tmp/t.csv" 2> /dev/null)
 [ -f "$tmp/t.csv" ] && [ -z "$why" ]
 check "every variant reduced every gradient exactly" $? "$why"
 
-why=$(awk '/^#/ || NF == 0 { next } NF != 6 { print "line " NR; exit } { rows++ } END { if (rows != 7) print rows " rows, want 7" }' "$tmp/t.dat" 2> /dev/null)
+why=$(awk '/^#/ || NF == 0 { next } NF != 6 { print "line " NR; exit } { rows++ } END { if (rows != 9) print rows " rows, want 9" }' "$tmp/t.dat" 2> /dev/null)
 [ -f "$tmp/t.dat" ] && [ -z "$why" ]
 check ".dat for gnuplot well-formed" $? "$why"
 

@@ -242,15 +242,21 @@ done
 # Total Reduce: any-order persistent requests, priorities, the debug mode, the library's life,
 # threads, and the suites again with the progress thread
 for p in $4; do
-    # (the full soak up to p = 5; oversubscribed, a shorter one)
+    # (the full soak up to p = 5; oversubscribed, a shorter one); even counts on buffers from
+    # nbc_alloc_mem (each start in its request's lane, which the test checks), odd ones on
+    # private buffers (the stage, the kernel's copies)
     soak=$6
     [ -z "$soak" ] && [ "$p" -gt 5 ] && soak="--requests 300 --iterations 8"
+    shared=""
+    [ $((p % 2)) = 0 ] && shared=--shared
     # shellcheck disable=SC2086
-    ASAN_OPTIONS=detect_leaks=0 suite "mpi_total_reduce p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_total_reduce" $soak
+    ASAN_OPTIONS=detect_leaks=0 suite "mpi_total_reduce $shared p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_total_reduce" $soak $shared
 done
 for p in 2 3 5; do
-    ASAN_OPTIONS=detect_leaks=0 suite "mpi_total_reduce sleeping p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_total_reduce" \
-        --sleep $6 --bulk-mib 0
+    shared=""
+    [ "$p" = 3 ] && shared=--shared
+    ASAN_OPTIONS=detect_leaks=0 suite "mpi_total_reduce sleeping $shared p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_total_reduce" \
+        --sleep $6 --bulk-mib 0 $shared
     NBC_CHECK=1 ASAN_OPTIONS=detect_leaks=0 suite "mpi_total_reduce NBC_CHECK p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_total_reduce" --check
 done
 NBC_STALL_WARNING=0.3 ASAN_OPTIONS=detect_leaks=0 timeout 120 $MPIEXEC -n 3 "$BUILD/tests/mpi_total_reduce" --withhold \
@@ -304,6 +310,8 @@ if [ -z "$TAG" ]; then
         for t in mpi_collectives mpi_allreduce mpi_total_reduce mpi_lifecycle mpi_shm mpi_limits; do
             NBC_PROGRESS_THREAD=1 suite "$t NBC_PROGRESS_THREAD=1 p=$p" $MPIEXEC -n "$p" "$BUILD/tests/$t"
         done
+        NBC_PROGRESS_THREAD=1 suite "mpi_total_reduce --shared NBC_PROGRESS_THREAD=1 p=$p" $MPIEXEC -n "$p" \
+            "$BUILD/tests/mpi_total_reduce" --shared --requests 300 --iterations 4 --bulk-mib 0
     done
     NBC_PROGRESS_THREAD=1 suite "mpi_badargs NBC_PROGRESS_THREAD=1" $MPIEXEC -n 2 "$BUILD/tests/mpi_badargs"
 fi
@@ -356,6 +364,9 @@ if [ -n "$TSAN_BUILD" ]; then
     done
     # shared memory's agreements and flags, every call driven by the progress thread too
     for p in 2 3; do
+        NBC_PROGRESS_THREAD=1 OMPI_MCA_btl=self,vader TSAN_OPTIONS=halt_on_error=1 \
+            suite "mpi_total_reduce --shared NBC_PROGRESS_THREAD=1 p=$p" $MPIEXEC -n "$p" "$TSAN_BUILD/tests/mpi_total_reduce" \
+            --shared --requests 100 --iterations 2 --bulk-mib 0
         NBC_PROGRESS_THREAD=1 OMPI_MCA_btl=self,vader TSAN_OPTIONS=halt_on_error=1 \
             suite "mpi_shm NBC_PROGRESS_THREAD=1 p=$p" $MPIEXEC -n "$p" "$TSAN_BUILD/tests/mpi_shm"
         # stall reports from the progress thread, reading the peers' lines (not on Open MPI:
