@@ -311,7 +311,7 @@ if [ -z "$TAG" ]; then
             NBC_PROGRESS_THREAD=1 suite "$t NBC_PROGRESS_THREAD=1 p=$p" $MPIEXEC -n "$p" "$BUILD/tests/$t"
         done
         NBC_PROGRESS_THREAD=1 suite "mpi_total_reduce --shared NBC_PROGRESS_THREAD=1 p=$p" $MPIEXEC -n "$p" \
-            "$BUILD/tests/mpi_total_reduce" --shared --requests 300 --iterations 4 --bulk-mib 0
+            "$BUILD/tests/mpi_total_reduce" --shared --requests 150 --iterations 3 --bulk-mib 0
     done
     NBC_PROGRESS_THREAD=1 suite "mpi_badargs NBC_PROGRESS_THREAD=1" $MPIEXEC -n 2 "$BUILD/tests/mpi_badargs"
 fi
@@ -366,7 +366,7 @@ if [ -n "$TSAN_BUILD" ]; then
     for p in 2 3; do
         NBC_PROGRESS_THREAD=1 OMPI_MCA_btl=self,vader TSAN_OPTIONS=halt_on_error=1 \
             suite "mpi_total_reduce --shared NBC_PROGRESS_THREAD=1 p=$p" $MPIEXEC -n "$p" "$TSAN_BUILD/tests/mpi_total_reduce" \
-            --shared --requests 100 --iterations 2 --bulk-mib 0
+            --shared --requests 60 --iterations 2 --bulk-mib 0
         NBC_PROGRESS_THREAD=1 OMPI_MCA_btl=self,vader TSAN_OPTIONS=halt_on_error=1 \
             suite "mpi_shm NBC_PROGRESS_THREAD=1 p=$p" $MPIEXEC -n "$p" "$TSAN_BUILD/tests/mpi_shm"
         # stall reports from the progress thread, reading the peers' lines (not on Open MPI:
