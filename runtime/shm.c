@@ -477,6 +477,10 @@ void shm_explain(struct nbc_req *r)
 {
     const interp_shared *sh = r->st.shared;
     if (!sh || !r->cs->shm) return;
+    if (r->any_order) {
+        shm_lane_explain(r);
+        return;
+    }
     if (sh->left_peer >= 0) fail_left(r, r->cs->shm, sh->left_peer);
     else if (sh->other_bytes_peer >= 0) fail_bytes(r, sh->other_bytes_peer, *sh->peer_bytes[sh->other_bytes_peer], sh->bytes);
 }

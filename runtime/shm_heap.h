@@ -55,5 +55,7 @@ void shm_left_text(uint64_t why, char *out, size_t size);
 /* The lanes of freed any-order requests that every peer has finished with go back to the
  * heap (shm_lane.c). */
 void shm_sweep_lanes(void);
+/* The interpreter found that a peer left a start in r's lane: r's message names it (shm_explain). */
+void shm_lane_explain(struct nbc_req *r);
 
 #endif

@@ -66,6 +66,7 @@ struct shm_lane {
     int dead;             /* a start was left before it ended: no later start may trust the flags */
     const char *why;      /* LANE_MESSAGES: why (NBC_TRACE=2) */
     uint64_t off, mark;   /* this rank's lane in its segment; the mark in the `done` words */
+    uint64_t bytes;       /* a lane's size (the same on every rank: the same programs) */
     uint64_t start;       /* the current start's number, from 1 */
     uint64_t counted;     /* r->starts when `start` was counted */
     int nreqs;
@@ -142,7 +143,8 @@ static int ask(struct nbc_req *r, struct shm_lane *l, const shm_view *v)
     char *send = r->st.base[SLOT_SEND], *recv = r->st.base[SLOT_RECV];
     int64_t send_off = shm_segment_offset(send, len), recv_off = shm_segment_offset(recv, len);
     shm_sweep_lanes();
-    l->off = v->taking_part ? shm_heap_alloc(lane_stage_at(p) + stage) : 0;
+    l->bytes = lane_stage_at(p) + stage;
+    l->off = v->taking_part ? shm_heap_alloc(l->bytes) : 0;
     l->mark = (r->id + 1) & ((1ull << (64 - DONE_SHIFT)) - 1);
     if (l->off) {
         char *area = nbc_rt.shm.base + l->off;
@@ -178,7 +180,7 @@ static int decide(struct nbc_req *r, struct shm_lane *l, const shm_view *v)
         }
         lanes &= h->lane != 0;
         in_segment &= h->in_segment;
-        if (q != me && (h->lane + lane_stage_at(p) > v->bytes[q] || (h->in_segment && (len > v->bytes[q] || h->send > v->bytes[q] - len ||
+        if (q != me && (h->lane + l->bytes > v->bytes[q] || (h->in_segment && (len > v->bytes[q] || h->send > v->bytes[q] - len ||
                                                                                           h->recv > v->bytes[q] - len))))
             return fail(r, MPI_ERR_INTERN, "a rank published a lane or buffers outside its segment");
     }
@@ -228,16 +230,27 @@ static int decide(struct nbc_req *r, struct shm_lane *l, const shm_view *v)
     return 1;
 }
 
-/* Whether rank q left this start already: then r fails, naming it. */
-static int left_already(struct nbc_req *r, struct shm_lane *l, int q)
+/* Fails r because rank q left this start, naming q and q's reason. */
+static int fail_left(struct nbc_req *r, struct shm_lane *l, int q)
 {
     int p = r->cs->size;
-    if (__atomic_load_n(lane_word(l->area[q], p, LANE_LEFT), __ATOMIC_ACQUIRE) != l->start) return 0;
     char why[MPI_MAX_ERROR_STRING + 96], what[MPI_MAX_ERROR_STRING + 160];
     shm_left_text(__atomic_load_n(lane_word(l->area[q], p, LANE_WHY), __ATOMIC_RELAXED), why, sizeof why);
     snprintf(what, sizeof what, "rank %d left this start before it ended: %s", q, why);
     r->shm_culprit = q;
     return fail(r, MPI_ERR_OTHER, what);
+}
+
+/* Whether rank q left this start already: then r fails, naming it. */
+static int left_already(struct nbc_req *r, struct shm_lane *l, int q)
+{
+    if (__atomic_load_n(lane_word(l->area[q], r->cs->size, LANE_LEFT), __ATOMIC_ACQUIRE) != l->start) return 0;
+    return fail_left(r, l, q);
+}
+
+void shm_lane_explain(struct nbc_req *r)
+{
+    if (r->lane && r->st.shared && r->st.shared->left_peer >= 0) fail_left(r, r->lane, r->st.shared->left_peer);
 }
 
 /* A start in the lane: 0 while a peer is still inside the start before (the stage) or has not
@@ -253,11 +266,13 @@ static int begin(struct nbc_req *r, struct shm_lane *l)
         __atomic_store_n(lane_word(l->area[me], p, LANE_ENTERED), l->start, __ATOMIC_RELEASE);
         r->shm_published = 1;
     }
-    for (int q = 0; q < p && l->agree; q++) {
-        int rc;
-        if (q != me && __atomic_load_n(lane_word(l->area[q], p, LANE_ENTERED), __ATOMIC_ACQUIRE) < l->start)
-            return (rc = left_already(r, l, q)) < 0 ? rc : 0;
+    int all = 1, rc;
+    for (int q = 0; q < p && l->agree; q++) { /* (a peer that left fails the start at once) */
+        if (q == me) continue;
+        if ((rc = left_already(r, l, q)) < 0) return rc;
+        all &= __atomic_load_n(lane_word(l->area[q], p, LANE_ENTERED), __ATOMIC_ACQUIRE) >= l->start;
     }
+    if (!all) return 0;
     interp_shared *sh = &l->sh;
     sh->stamp = l->start << 20; /* above every flag of the starts before */
     memset(sh->raised, 0, sizeof sh->raised);

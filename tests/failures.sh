@@ -257,5 +257,12 @@ rc=$?
 [ $rc -ne 124 ] && ! grep -q '^FAIL' "$tmp/out" && [ $(($(date +%s) - t0)) -lt 30 ]
 check "mpi_failures kill p=3: no hang, no wrong report ($(grep -c 'named\|times out' "$tmp/out") survivor reports before the teardown)" $? \
     "status $rc; $(grep FAIL "$tmp/out" | head -n 3)"
+# the same between two starts of an any-order request in its lane on shared memory
+t0=$(date +%s)
+NBC_TIMEOUT=0.1 ASAN_OPTIONS=detect_leaks=0 timeout 60 $MPIEXEC $cleanup -n 3 "$build/tests/mpi_total_reduce" --kill > "$tmp/out" 2> "$tmp/err"
+rc=$?
+[ $rc -ne 124 ] && ! grep -q '^FAIL' "$tmp/out" && [ $(($(date +%s) - t0)) -lt 30 ]
+check "mpi_total_reduce --kill p=3: no hang, no wrong report ($(grep -c 'killed fails' "$tmp/out") survivor reports before the teardown)" $? \
+    "status $rc; $(grep FAIL "$tmp/out" | head -n 3)"
 
 [ $failed -eq 0 ]

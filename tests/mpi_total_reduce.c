@@ -559,6 +559,83 @@ static void withheld(void)
     nbc_request_free(&r);
 }
 
+/* --kill (with NBC_TIMEOUT, under mpiexec -disable-auto-cleanup): the last rank is killed
+ * between two starts of a request in its lane on shared memory; the survivors' start ends in
+ * NBC_TIMEOUT's error, never a hang, and leaves the lane (the dead rank's process counts as
+ * gone). They leave with _exit: MPI_Finalize would wait for the dead rank. */
+static void on_usr1(int sig) { (void)sig; } /* hydra's notice that a rank died */
+static void killed(void)
+{
+    enum { COUNT = 1 << 17 }; /* 1 MiB: the peers' buffers read where they are */
+    alarm(25);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN); /* (as mpi_failures: MPICH raises there) */
+    int64_t *buf = buf_alloc(8 * COUNT);
+    nbc_request r;
+    MPI_Info info = any_order_info(0, "killed.tensor");
+    int rc = buf ? nbc_allreduce_init(MPI_IN_PLACE, buf, COUNT, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, info, &r) : MPI_ERR_NO_MEM;
+    MPI_Info_free(&info);
+    for (int i = 0; buf && i < COUNT; i++) buf[i] = rank;
+    uint64_t shared = nbc_rt.shm.shared_calls;
+    if (rc == MPI_SUCCESS) rc = nbc_start(&r); /* the first start: the lanes are agreed on */
+    if (rc == MPI_SUCCESS) rc = nbc_wait(&r);
+    check(rc == MPI_SUCCESS && buf[COUNT - 1] == (int64_t)size * (size - 1) / 2 && nbc_rt.shm.shared_calls == shared + 1,
+          "a start in the lane completes", "rc %d", rc);
+    signal(SIGUSR1, on_usr1);
+    if (rank == size - 1) {
+        fflush(stdout);
+        raise(SIGKILL);
+    }
+    if (rc == MPI_SUCCESS) rc = nbc_start(&r);
+    if (rc == MPI_SUCCESS) rc = nbc_wait(&r);
+    const char *err = nbc_request_error(r);
+    check(rc != MPI_SUCCESS && strstr(err, "timed out"), "a start whose peer was killed fails (NBC_TIMEOUT), no hang",
+          "rc %d: %s", rc, err);
+    if (rc != MPI_SUCCESS && (rc = nbc_start(&r)) == MPI_SUCCESS) rc = nbc_wait(&r);
+    check(rc != MPI_SUCCESS, "the request's next start fails at once", "rc %d", rc);
+    for (int i = 0; i < nchecks; i++)
+        printf("%s %s p=%d: rank %d%s%s\n", failed[i] ? "FAIL" : "ok", names[i], size, rank, failed[i] ? ": " : "", failed[i] ? why[i] : "");
+    fflush(stdout);
+    _exit(0);
+}
+
+/* --leave (p = 2 or more): rank 0 runs with NBC_TIMEOUT=0.5 (set in main, before the library
+ * reads it), the others with 60 s. Start 2 of a request in its lane comes late on rank 1:
+ * rank 0 times out and leaves; rank 1's start then fails naming rank 0, without touching its
+ * buffer (which rank 0 has filled with a sentinel); start 3 fails at once everywhere. */
+static void leaving(void)
+{
+    enum { COUNT = 1 << 17 }; /* 1 MiB: the peers' buffers read where they are */
+    int64_t *buf = buf_alloc(8 * COUNT);
+    nbc_request r;
+    MPI_Info info = any_order_info(0, "leaving.tensor");
+    int rc = buf ? nbc_allreduce_init(MPI_IN_PLACE, buf, COUNT, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, info, &r) : MPI_ERR_NO_MEM;
+    MPI_Info_free(&info);
+    for (int i = 0; buf && i < COUNT; i++) buf[i] = rank;
+    if (rc == MPI_SUCCESS) rc = nbc_start(&r);
+    if (rc == MPI_SUCCESS) rc = nbc_wait(&r);
+    check(rc == MPI_SUCCESS && buf[0] == (int64_t)size * (size - 1) / 2, "leave: a start in the lane completes", "rc %d", rc);
+    if (rank == 1) usleep(1500000);
+    rc = nbc_start(&r);
+    if (rc == MPI_SUCCESS) rc = nbc_wait(&r);
+    const char *err = nbc_request_error(r);
+    if (rank == 0) {
+        check(rc != MPI_SUCCESS && strstr(err, "timed out"), "leave: the rank that waits times out", "rc %d: %s", rc, err);
+        for (int i = 0; i < COUNT; i++) buf[i] = -7;
+    } else {
+        check(rc != MPI_SUCCESS && strstr(err, "rank 0 left"), "leave: the others fail, naming the rank that left",
+              "rc %d: %s", rc, err);
+    }
+    MPI_Barrier(MPI_COMM_WORLD); /* (every rank is past its start) */
+    int untouched = 1;
+    for (int i = 0; rank == 0 && i < COUNT; i++) untouched &= buf[i] == -7;
+    check(untouched, "leave: no peer writes the buffers of a rank that left", "changed");
+    rc = nbc_start(&r);
+    if (rc == MPI_SUCCESS) rc = nbc_wait(&r);
+    check(rc != MPI_SUCCESS, "leave: the request's next start fails at once", "rc %d", rc);
+    nbc_request_free(&r);
+    buf_free(buf);
+}
+
 static void on_alarm(int sig)
 {
     (void)sig;
@@ -576,18 +653,25 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     signal(SIGALRM, on_alarm);
     alarm(600);
-    int sleepy = 0, check_mode = 0, withhold = 0, n = 1000, iterations = 20;
+    int sleepy = 0, check_mode = 0, withhold = 0, kill_mode = 0, leave_mode = 0, n = 1000, iterations = 20;
     int64_t bulk = 256 << 20;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--sleep")) sleepy = 1;
         else if (!strcmp(argv[i], "--check")) check_mode = 1;
         else if (!strcmp(argv[i], "--withhold")) withhold = 1;
         else if (!strcmp(argv[i], "--shared")) shared_buffers = 1;
+        else if (!strcmp(argv[i], "--kill")) kill_mode = shared_buffers = 1;
+        else if (!strcmp(argv[i], "--leave")) leave_mode = shared_buffers = 1;
         else if (!strcmp(argv[i], "--requests") && i + 1 < argc) n = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--iterations") && i + 1 < argc) iterations = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--bulk-mib") && i + 1 < argc) bulk = (int64_t)atoi(argv[++i]) << 20;
     }
-    if (check_mode) {
+    if (leave_mode) {
+        setenv("NBC_TIMEOUT", rank == 0 ? "0.5" : "60", 1); /* before the library's first call reads it */
+        leaving();
+    } else if (kill_mode) {
+        killed();
+    } else if (check_mode) {
         mismatches();
     } else if (withhold) {
         withheld();
