@@ -351,11 +351,12 @@ int req_progress_all(int *moved)
     int mixed = nbc_rt.reqs.active && nbc_rt.reqs.active->priority != nbc_rt.reqs.active_tail->priority;
     long now = mixed ? now_ns() : 0;
     int moving_above = 0, moving_priority = 0; /* the highest priority seen moving */
-    int pieced = 0; /* a piece of shared-memory work ran in this pass: one a pass, so that a
-                       request started meanwhile waits for one piece at most */
+    int pieced = 0; /* a piece of shared-memory work ran in this pass: with priorities mixed,
+                       one a pass, so that the highest goes first and a request started
+                       meanwhile waits for one piece at most; with one priority, one of each */
     for (struct nbc_req *r = nbc_rt.reqs.active, *next; r; r = next) {
         next = r->next;
-        int may_issue = !(moving_above && moving_priority > r->priority) && !(pieced && r->st.one_round);
+        int may_issue = !(moving_above && moving_priority > r->priority) && !(mixed && pieced && r->st.one_round);
         int s = step(r, may_issue);
         pieced |= r->st.one_round && s == INTERP_MOVED;
         if (s != INTERP_WAITING) {

@@ -281,7 +281,7 @@ static int begin(struct nbc_req *r, struct shm_lane *l)
     sh->left_peer = sh->other_bytes_peer = -1;
     sh->ended = (uint64_t *)(void *)l->area[me] + p + 1;
     sh->ended_value = 0;
-    return choose(r, l, l->which, "");
+    return choose(r, l, l->which, l->sh.by_kernel ? ", the private buffers through the kernel" : "");
 }
 
 int shm_lane_agree(struct nbc_req *r)

@@ -259,6 +259,9 @@ for p in 2 3 5; do
         --sleep $6 --bulk-mib 0 $shared
     NBC_CHECK=1 ASAN_OPTIONS=detect_leaks=0 suite "mpi_total_reduce NBC_CHECK p=$p" $MPIEXEC -n "$p" "$BUILD/tests/mpi_total_reduce" --check
 done
+# the same mix on a communicator that spans two nodes (any-order requests on messages there)
+NBC_NODE_MAP=a,a,b,b ASAN_OPTIONS=detect_leaks=0 suite "mpi_total_reduce --shared NBC_NODE_MAP=a,a,b,b p=4" $MPIEXEC -n 4 \
+    "$BUILD/tests/mpi_total_reduce" --shared --requests 100 --iterations 2 --bulk-mib 0
 # a rank that leaves a start in its request's lane (NBC_TIMEOUT): its peers fail naming it and
 # never touch its buffers again
 for p in 2 3; do
