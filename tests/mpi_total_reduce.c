@@ -559,6 +559,21 @@ static void withheld(void)
     nbc_request_free(&r);
 }
 
+/* A request of 1 MiB in place on nbc_alloc_mem memory (its starts read the peers' buffers
+ * where they are, in its lane), started once: MPI_SUCCESS when the sum came right. */
+enum { LANE_COUNT = 1 << 17 };
+static int lane_request(const char *name, int64_t **buf, nbc_request *r)
+{
+    *buf = buf_alloc(8 * LANE_COUNT);
+    MPI_Info info = any_order_info(0, name);
+    int rc = *buf ? nbc_allreduce_init(MPI_IN_PLACE, *buf, LANE_COUNT, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, info, r) : MPI_ERR_NO_MEM;
+    MPI_Info_free(&info);
+    for (int i = 0; *buf && i < LANE_COUNT; i++) (*buf)[i] = rank;
+    if (rc == MPI_SUCCESS) rc = nbc_start(r); /* the first start: the lanes are agreed on */
+    if (rc == MPI_SUCCESS) rc = nbc_wait(r);
+    return rc == MPI_SUCCESS && (*buf)[LANE_COUNT - 1] != (int64_t)size * (size - 1) / 2 ? MPI_ERR_OTHER : rc;
+}
+
 /* --kill (with NBC_TIMEOUT, under mpiexec -disable-auto-cleanup): the last rank is killed
  * between two starts of a request in its lane on shared memory; the survivors' start ends in
  * NBC_TIMEOUT's error, never a hang, and leaves the lane (the dead rank's process counts as
@@ -566,20 +581,13 @@ static void withheld(void)
 static void on_usr1(int sig) { (void)sig; } /* hydra's notice that a rank died */
 static void killed(void)
 {
-    enum { COUNT = 1 << 17 }; /* 1 MiB: the peers' buffers read where they are */
     alarm(25);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN); /* (as mpi_failures: MPICH raises there) */
-    int64_t *buf = buf_alloc(8 * COUNT);
+    int64_t *buf;
     nbc_request r;
-    MPI_Info info = any_order_info(0, "killed.tensor");
-    int rc = buf ? nbc_allreduce_init(MPI_IN_PLACE, buf, COUNT, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, info, &r) : MPI_ERR_NO_MEM;
-    MPI_Info_free(&info);
-    for (int i = 0; buf && i < COUNT; i++) buf[i] = rank;
     uint64_t shared = nbc_rt.shm.shared_calls;
-    if (rc == MPI_SUCCESS) rc = nbc_start(&r); /* the first start: the lanes are agreed on */
-    if (rc == MPI_SUCCESS) rc = nbc_wait(&r);
-    check(rc == MPI_SUCCESS && buf[COUNT - 1] == (int64_t)size * (size - 1) / 2 && nbc_rt.shm.shared_calls == shared + 1,
-          "a start in the lane completes", "rc %d", rc);
+    int rc = lane_request("killed.tensor", &buf, &r);
+    check(rc == MPI_SUCCESS && nbc_rt.shm.shared_calls == shared + 1, "a start in the lane completes", "rc %d", rc);
     signal(SIGUSR1, on_usr1);
     if (rank == size - 1) {
         fflush(stdout);
@@ -604,30 +612,24 @@ static void killed(void)
  * buffer (which rank 0 has filled with a sentinel); start 3 fails at once everywhere. */
 static void leaving(void)
 {
-    enum { COUNT = 1 << 17 }; /* 1 MiB: the peers' buffers read where they are */
-    int64_t *buf = buf_alloc(8 * COUNT);
+    int64_t *buf;
     nbc_request r;
-    MPI_Info info = any_order_info(0, "leaving.tensor");
-    int rc = buf ? nbc_allreduce_init(MPI_IN_PLACE, buf, COUNT, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, info, &r) : MPI_ERR_NO_MEM;
-    MPI_Info_free(&info);
-    for (int i = 0; buf && i < COUNT; i++) buf[i] = rank;
-    if (rc == MPI_SUCCESS) rc = nbc_start(&r);
-    if (rc == MPI_SUCCESS) rc = nbc_wait(&r);
-    check(rc == MPI_SUCCESS && buf[0] == (int64_t)size * (size - 1) / 2, "leave: a start in the lane completes", "rc %d", rc);
+    int rc = lane_request("leaving.tensor", &buf, &r);
+    check(rc == MPI_SUCCESS, "leave: a start in the lane completes", "rc %d", rc);
     if (rank == 1) usleep(1500000);
     rc = nbc_start(&r);
     if (rc == MPI_SUCCESS) rc = nbc_wait(&r);
     const char *err = nbc_request_error(r);
     if (rank == 0) {
         check(rc != MPI_SUCCESS && strstr(err, "timed out"), "leave: the rank that waits times out", "rc %d: %s", rc, err);
-        for (int i = 0; i < COUNT; i++) buf[i] = -7;
+        for (int i = 0; i < LANE_COUNT; i++) buf[i] = -7;
     } else {
         check(rc != MPI_SUCCESS && strstr(err, "rank 0 left"), "leave: the others fail, naming the rank that left",
               "rc %d: %s", rc, err);
     }
     MPI_Barrier(MPI_COMM_WORLD); /* (every rank is past its start) */
     int untouched = 1;
-    for (int i = 0; rank == 0 && i < COUNT; i++) untouched &= buf[i] == -7;
+    for (int i = 0; rank == 0 && i < LANE_COUNT; i++) untouched &= buf[i] == -7;
     check(untouched, "leave: no peer writes the buffers of a rank that left", "changed");
     rc = nbc_start(&r);
     if (rc == MPI_SUCCESS) rc = nbc_wait(&r);

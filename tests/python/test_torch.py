@@ -12,6 +12,7 @@ from mpi4py import MPI
 
 import nbc
 from nbc import _core
+from test_memory import Frees  # (records nbc_free_mem's calls)
 
 torch = None
 try:
@@ -197,23 +198,6 @@ class Training(unittest.TestCase):
             self.assertNotEqual(all_seen[0], all_seen[1], "the ranks produced gradients in the same order")
         self.same_everywhere(got, "Total Reduce, different orders")
         self.close_to(got, ref, "Total Reduce, different orders")
-
-
-class Frees:
-    """Records nbc_free_mem's calls (address, return code) while in use."""
-
-    def __enter__(self):
-        self.calls, self.real = [], _core._free_mem
-
-        def free(addr):
-            rc = self.real(addr)
-            self.calls.append((addr, rc))
-            return rc
-        _core._free_mem = free
-        return self
-
-    def __exit__(self, *exc):
-        _core._free_mem = self.real
 
 
 class Inits:
