@@ -383,17 +383,22 @@ void shm_comm_free(comm_state *cs)
 static int choose(struct nbc_req *r, int which, const char *why)
 {
     int shared = which != RUN_MESSAGES;
-    r->shm_chosen = 1;
-    if (shared) nbc_rt.shm.shared_calls++;
-    else nbc_rt.shm.message_calls++;
     if (nbc_rt.env.trace > 1)
         fprintf(stderr, "nbc: trace: rank %d of %d: allreduce call %llu runs %s%s\n", r->cs->rank, r->cs->size,
                 (unsigned long long)r->seq, shared ? "through shared memory" : "with messages: ", why);
-    r->st.prog = cache_entry_program(r->progs[which]);
-    r->st.shared = shared ? &r->cs->shm->chan[r->shm_chan] : NULL;
-    r->st.one_round = shared && r->pieces;
-    if (shared) r->st.base[SLOT_SHARED] = r->st.shared->peer_base[r->cs->rank][SLOT_SHARED];
+    shm_run(r, which, shared ? &r->cs->shm->chan[r->shm_chan] : NULL);
     return 1;
+}
+
+void shm_run(struct nbc_req *r, int which, interp_shared *sh)
+{
+    r->shm_chosen = 1;
+    if (sh) nbc_rt.shm.shared_calls++;
+    else nbc_rt.shm.message_calls++;
+    r->st.prog = cache_entry_program(r->progs[which]);
+    r->st.shared = sh;
+    r->st.one_round = sh && r->pieces;
+    if (sh) r->st.base[SLOT_SHARED] = sh->peer_base[r->cs->rank][SLOT_SHARED];
 }
 
 /* The rest of what the interpreter needs to run the shared program on channel c: the buffers

@@ -33,6 +33,10 @@ int64_t shm_segment_offset(const void *p, uint64_t len);
 /* Frees the retired blocks of freed communicators that every rank has let go of (shm.c). */
 void shm_sweep_retired(void);
 
+/* r runs program `which` from now on: on shared memory with sh (a channel's or a lane's), or
+ * with messages (sh NULL); the counters the tests read follow. */
+void shm_run(struct nbc_req *r, int which, interp_shared *sh);
+
 /* A communicator's attachment as an any-order request sees it (shm_lane.c). */
 typedef struct {
     char *const *seg;         /* [p]: every rank's segment, mapped here */

@@ -113,16 +113,10 @@ static const nbc_program *program(const struct nbc_req *r, int which)
 static int choose(struct nbc_req *r, struct shm_lane *l, int which, const char *why)
 {
     int shared = which != RUN_MESSAGES;
-    r->shm_chosen = 1;
-    if (shared) nbc_rt.shm.shared_calls++;
-    else nbc_rt.shm.message_calls++;
     if (nbc_rt.env.trace > 1)
         fprintf(stderr, "nbc: trace: rank %d of %d: any-order request %llu start %llu runs %s%s\n", r->cs->rank, r->cs->size,
                 (unsigned long long)r->id, (unsigned long long)r->starts, shared ? "through shared memory" : "with messages: ", why);
-    r->st.prog = program(r, which);
-    r->st.shared = shared ? &l->sh : NULL;
-    r->st.one_round = shared && r->pieces;
-    if (shared) r->st.base[SLOT_SHARED] = l->sh.peer_base[r->cs->rank][SLOT_SHARED];
+    shm_run(r, which, shared ? &l->sh : NULL);
     return 1;
 }
 
@@ -360,8 +354,10 @@ void shm_lane_release(struct nbc_req *r)
             MPI_Cancel(&l->reqs[i]);
             MPI_Request_free(&l->reqs[i]);
         }
-    lane_retired *b = l->off && l->state != LANE_MESSAGES ? calloc(1, sizeof *b) : NULL;
-    if (b) {
+    lane_retired *b = NULL;
+    if (l->off && l->state == LANE_MESSAGES) { /* no peer ever read it */
+        shm_heap_free(l->off);
+    } else if (l->off && (b = calloc(1, sizeof *b))) { /* (out of memory: the lane stays the peers') */
         int p = r->cs->size, me = r->cs->rank;
         *b = (lane_retired){.off = l->off, .mark = l->mark, .last = l->start, .p = p, .next = nbc_rt.shm.retired_lanes};
         for (int q = 0; q < p && l->state == LANE_SHARED; q++) {
@@ -370,8 +366,6 @@ void shm_lane_release(struct nbc_req *r)
         }
         nbc_rt.shm.retired_lanes = b;
         shm_sweep_lanes();
-    } else if (l->off) { /* no peer reads it (or, out of memory, it is left to them) */
-        if (l->state == LANE_MESSAGES) shm_heap_free(l->off);
     }
     free(l);
 }
